@@ -1,0 +1,43 @@
+// DECISIONS 6: the one envelope for webhooks and the WebSocket stream. `data` is built from an
+// allow-list of fields, so a real phone number or SMS text cannot reach a tenant by accident.
+export type EventType =
+  | 'session.created' | 'session.activated' | 'session.expired' | 'session.target_swapped'
+  | 'call.incoming' | 'call.answered' | 'call.ended' | 'call.failed'
+  | 'sms.sent' | 'sms.received'
+
+/** The nine names POST /v1/webhooks accepts (spec 6); session.target_swapped is always delivered. */
+export const SUBSCRIBABLE_EVENTS = [
+  'session.created', 'session.activated', 'session.expired',
+  'call.incoming', 'call.answered', 'call.ended', 'call.failed',
+  'sms.sent', 'sms.received',
+] as const satisfies readonly EventType[]
+
+export interface EventData {
+  sessionId: string
+  tenantId: string
+  proxyNumber: string
+  state?: string
+  timestamp?: string
+  callId?: string
+  direction?: string
+  status?: string
+  durationSeconds?: number
+  smsId?: string
+  test?: true
+}
+
+export interface EventEnvelope {
+  id: string
+  type: EventType
+  createdAt: string
+  data: EventData
+}
+
+const DATA_KEYS = ['sessionId', 'tenantId', 'proxyNumber', 'state', 'timestamp', 'callId', 'direction',
+  'status', 'durationSeconds', 'smsId', 'test'] as const
+
+export function buildEnvelope(id: string, type: EventType, at: number, data: EventData): EventEnvelope {
+  const clean: Record<string, unknown> = {}
+  for (const k of DATA_KEYS) if (data[k] !== undefined) clean[k] = data[k]
+  return { id, type, createdAt: new Date(at).toISOString(), data: clean as unknown as EventData }
+}

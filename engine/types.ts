@@ -1,0 +1,104 @@
+// Shared vocabulary of the engine. Spec names are used verbatim (STYLE §2): enums are `as const`
+// objects plus a union type. Times are epoch milliseconds (numbers); the engine never reads a
+// clock itself, it is handed `now` or a `Clock`.
+
+declare const brand: unique symbol
+export type Brand<T, B extends string> = T & { readonly [brand]: B }
+
+export type SessionId = Brand<string, 'SessionId'>
+export type TenantId = Brand<string, 'TenantId'>
+/** A syntactically valid E.164 number (`^\+[1-9]\d{6,14}$`), checked at the edge. */
+export type E164 = Brand<string, 'E164'>
+/** Hex HMAC-SHA256 of a party number under the tenant's salt (DECISIONS §2). */
+export type PartyHash = Brand<string, 'PartyHash'>
+
+export const SessionState = {
+  PENDING: 'PENDING',
+  ACTIVE: 'ACTIVE',
+  GRACE_PERIOD: 'GRACE_PERIOD',
+  EXPIRED: 'EXPIRED',
+  FAILED: 'FAILED',
+} as const
+export type SessionState = (typeof SessionState)[keyof typeof SessionState]
+export const SESSION_STATES = Object.values(SessionState)
+/** States that count against the concurrent-session quota (spec 8.2). */
+export const LIVE_STATES: readonly SessionState[] = ['PENDING', 'ACTIVE', 'GRACE_PERIOD']
+
+export const DirectionMode = {
+  BIDIRECTIONAL: 'BIDIRECTIONAL',
+  A_TO_B_ONLY: 'A_TO_B_ONLY',
+  B_TO_A_ONLY: 'B_TO_A_ONLY',
+} as const
+export type DirectionMode = (typeof DirectionMode)[keyof typeof DirectionMode]
+
+export const CallDirection = { A_TO_B: 'A_TO_B', B_TO_A: 'B_TO_A' } as const
+export type CallDirection = (typeof CallDirection)[keyof typeof CallDirection]
+
+export const ConsentPrompt = { DEFAULT: 'DEFAULT', CUSTOM: 'CUSTOM', NONE: 'NONE' } as const
+export type ConsentPrompt = (typeof ConsentPrompt)[keyof typeof ConsentPrompt]
+
+export const ExpiredCallBehavior = {
+  DEAD_LINE: 'DEAD_LINE',
+  REDIRECT_SUPPORT: 'REDIRECT_SUPPORT',
+  PLAY_MESSAGE: 'PLAY_MESSAGE',
+} as const
+export type ExpiredCallBehavior = (typeof ExpiredCallBehavior)[keyof typeof ExpiredCallBehavior]
+
+export const Tier = { STARTER: 'STARTER', GROWTH: 'GROWTH', ENTERPRISE: 'ENTERPRISE' } as const
+export type Tier = (typeof Tier)[keyof typeof Tier]
+
+/** Spec 8: requests per minute and concurrent sessions per tier. */
+export const TIER_LIMITS: Readonly<Record<Tier, { requestsPerMinute: number; concurrentSessions: number }>> = {
+  STARTER: { requestsPerMinute: 100, concurrentSessions: 100 },
+  GROWTH: { requestsPerMinute: 500, concurrentSessions: 1_000 },
+  ENTERPRISE: { requestsPerMinute: 2_000, concurrentSessions: 10_000 },
+}
+
+export const CallStatus = {
+  RINGING: 'RINGING',
+  ANSWERED: 'ANSWERED',
+  COMPLETED: 'COMPLETED',
+  MISSED: 'MISSED',
+  FAILED: 'FAILED',
+} as const
+export type CallStatus = (typeof CallStatus)[keyof typeof CallStatus]
+
+export const SmsStatus = { QUEUED: 'QUEUED', SENT: 'SENT', DELIVERED: 'DELIVERED', FAILED: 'FAILED' } as const
+export type SmsStatus = (typeof SmsStatus)[keyof typeof SmsStatus]
+
+export interface Clock {
+  now(): number
+}
+
+/** What the engine needs to know of a tenant to route (kept in memory, shared by its sessions). */
+export interface TenantRouting {
+  id: TenantId
+  tier: Tier
+  expiredCallBehavior: ExpiredCallBehavior
+  supportPhone: E164 | null
+  recordingConsentAudioUrl: string | null
+}
+
+/**
+ * The persisted session (spec 2.2 plus the real numbers and a version for optimistic
+ * concurrency). Real numbers never leave the process except to the telephony provider.
+ */
+export interface SessionRecord {
+  id: SessionId
+  tenantId: TenantId
+  proxyNumber: E164
+  state: SessionState
+  directionMode: DirectionMode
+  gracePeriodMinutes: number
+  maxDurationMinutes: number
+  recordingEnabled: boolean
+  consentPrompt: ConsentPrompt
+  agentPhone: E164
+  customerPhone: E164
+  createdAt: number
+  activatedAt: number
+  expiresAt: number
+  endedAt: number | null
+  expiredAt: number | null
+  version: number
+}

@@ -1,0 +1,152 @@
+// Configuration from the environment (DECISIONS 1), validated once at boot. A bad value stops the
+// process with a message naming the variable and never echoing a secret's value.
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { Type, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+
+const Bool = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')])
+const Int = Type.String({ pattern: '^[0-9]+$' })
+
+// Every variable we read, as strings: the schema is the documentation of what is accepted.
+export const EnvSchema = Type.Object({
+  PORT: Type.Optional(Int),
+  HOST: Type.Optional(Type.String({ minLength: 1 })),
+  PUBLIC_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
+  DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  JWT_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+  PHONE_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$' })),
+  NUMBER_POOL: Type.Optional(Type.String({ minLength: 1 })),
+  NUMBER_COOLDOWN_SECONDS: Type.Optional(Int),
+  CPAAS_PROVIDER: Type.Optional(Type.Union([Type.Literal('sandbox'), Type.Literal('telnyx')])),
+  CPAAS_SIGNATURE: Type.Optional(Type.Union([Type.Literal('telnyx-ed25519'), Type.Literal('hmac-sha1'), Type.Literal('none')])),
+  TELNYX_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  TELNYX_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://.+/v2$' })),
+  TELNYX_PUBLIC_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$' })),
+  TELNYX_MESSAGING_PROFILE_ID: Type.Optional(Type.String({ minLength: 1 })),
+  TELNYX_BACKUP_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  TELNYX_BACKUP_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://.+/v2$' })),
+  CPAAS_HMAC_SECRET: Type.Optional(Type.String({ minLength: 16 })),
+  WEBHOOK_ALLOW_INSECURE: Type.Optional(Bool),
+  RETENTION_DAYS: Type.Optional(Int),
+  LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)))),
+})
+type Env = Static<typeof EnvSchema>
+
+const SECRET_VARS = new Set(['JWT_SECRET', 'PHONE_KEY', 'TELNYX_API_KEY', 'TELNYX_BACKUP_API_KEY', 'CPAAS_HMAC_SECRET', 'DATABASE_URL', 'REDIS_URL'])
+
+export interface Config {
+  port: number
+  host: string
+  publicBaseUrl: string
+  dataDir: string
+  databaseUrl: string | undefined
+  redisUrl: string | undefined
+  jwtSecret: Uint8Array
+  phoneKey: Buffer
+  numberPool: string
+  cooldownSeconds: number
+  provider: 'sandbox' | 'telnyx'
+  signature: 'telnyx-ed25519' | 'hmac-sha1' | 'none'
+  telnyx: { apiKey?: string; baseUrl?: string; publicKey?: string; messagingProfileId?: string; backupApiKey?: string; backupBaseUrl?: string }
+  hmacSecret: string | undefined
+  webhookAllowInsecure: boolean
+  retentionDays: number
+  logLevel: string
+}
+
+export class ConfigError extends Error {}
+
+export const DEFAULT_NUMBER_POOL = 'US:+12025550100-+12025550199'
+
+/** Reads and validates the environment; generates embedded-mode secrets into DATA_DIR once. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const picked: Record<string, string> = {}
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const v = env[key]
+    if (v !== undefined && v !== '') picked[key] = v
+  }
+  const problems = [...Value.Errors(EnvSchema, picked)]
+  if (problems.length) {
+    const names = [...new Set(problems.map(p => p.path.replace(/^\//, '')))]
+    const detail = names.map(n => SECRET_VARS.has(n) ? `${n} (value hidden)` : `${n}=${JSON.stringify(picked[n])}`)
+    throw new ConfigError(`invalid configuration: ${detail.join(', ')}`)
+  }
+  const e = picked as Env
+
+  const port = e.PORT !== undefined ? Number(e.PORT) : 8080
+  if (port > 65535) throw new ConfigError('invalid configuration: PORT must be 0-65535')
+  const host = e.HOST ?? '127.0.0.1'
+  const dataDir = resolve(e.DATA_DIR ?? './data')
+  const provider = e.CPAAS_PROVIDER ?? (e.TELNYX_API_KEY ? 'telnyx' : 'sandbox')
+  const signature = e.CPAAS_SIGNATURE ?? (provider === 'telnyx' ? 'telnyx-ed25519' : 'none')
+  if (signature === 'none' && provider !== 'sandbox') {
+    throw new ConfigError('invalid configuration: CPAAS_SIGNATURE=none is only allowed with CPAAS_PROVIDER=sandbox')
+  }
+  if (provider === 'telnyx' && !e.TELNYX_API_KEY) throw new ConfigError('invalid configuration: TELNYX_API_KEY is required with CPAAS_PROVIDER=telnyx')
+  if (signature === 'telnyx-ed25519' && !e.TELNYX_PUBLIC_KEY) throw new ConfigError('invalid configuration: TELNYX_PUBLIC_KEY is required with CPAAS_SIGNATURE=telnyx-ed25519')
+  if (signature === 'hmac-sha1' && !e.CPAAS_HMAC_SECRET) throw new ConfigError('invalid configuration: CPAAS_HMAC_SECRET is required with CPAAS_SIGNATURE=hmac-sha1')
+  const retentionDays = e.RETENTION_DAYS !== undefined ? Number(e.RETENTION_DAYS) : 90
+  if (retentionDays < 30) throw new ConfigError('invalid configuration: RETENTION_DAYS must be at least 30')
+
+  let jwtSecret: Uint8Array
+  let phoneKey: Buffer
+  if (e.DATABASE_URL) {
+    // A shared database means several nodes: they must share keys, so nothing is generated.
+    if (!e.JWT_SECRET) throw new ConfigError('invalid configuration: JWT_SECRET is required when DATABASE_URL is set')
+    if (!e.PHONE_KEY) throw new ConfigError('invalid configuration: PHONE_KEY is required when DATABASE_URL is set')
+    jwtSecret = new TextEncoder().encode(e.JWT_SECRET)
+    phoneKey = Buffer.from(e.PHONE_KEY, 'base64')
+  } else {
+    jwtSecret = e.JWT_SECRET ? new TextEncoder().encode(e.JWT_SECRET) : new TextEncoder().encode(secretFile(dataDir, 'jwt-secret', () => randomBytes(48).toString('base64url')))
+    phoneKey = Buffer.from(e.PHONE_KEY ?? secretFile(dataDir, 'phone-key', () => randomBytes(32).toString('base64')), 'base64')
+  }
+
+  return {
+    port,
+    host,
+    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, ''),
+    dataDir,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    jwtSecret,
+    phoneKey,
+    numberPool: e.NUMBER_POOL ?? DEFAULT_NUMBER_POOL,
+    cooldownSeconds: e.NUMBER_COOLDOWN_SECONDS !== undefined ? Number(e.NUMBER_COOLDOWN_SECONDS) : 900,
+    provider,
+    signature,
+    telnyx: {
+      apiKey: e.TELNYX_API_KEY,
+      baseUrl: e.TELNYX_BASE_URL,
+      publicKey: e.TELNYX_PUBLIC_KEY,
+      messagingProfileId: e.TELNYX_MESSAGING_PROFILE_ID,
+      backupApiKey: e.TELNYX_BACKUP_API_KEY,
+      backupBaseUrl: e.TELNYX_BACKUP_BASE_URL,
+    },
+    hmacSecret: e.CPAAS_HMAC_SECRET,
+    webhookAllowInsecure: e.WEBHOOK_ALLOW_INSECURE === 'true' || e.WEBHOOK_ALLOW_INSECURE === '1',
+    retentionDays,
+    logLevel: e.LOG_LEVEL ?? 'info',
+  }
+}
+
+// Generated once, mode 0600, reused on every later start (DECISIONS 1, embedded mode only).
+function secretFile(dataDir: string, name: string, make: () => string): string {
+  const dir = join(dataDir, 'secrets')
+  const file = join(dir, name)
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const value = make()
+  try {
+    writeFileSync(file, value + '\n', { mode: 0o600, flag: 'wx' })
+  } catch (err) {
+    // Another process starting on the same DATA_DIR won the race: use its secret.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return readFileSync(file, 'utf8').trim()
+    throw err
+  }
+  chmodSync(file, 0o600)
+  return value
+}

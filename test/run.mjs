@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+// The one test command (`npm test`, and `.ci/run` through it). Quality gates are tests
+// (STYLE 10): type-check, lint, then the node-tap suite twice, once against the real services
+// (Postgres on 127.0.0.1:5432, Redis on 6379) and once on the embedded default (PGlite,
+// in-process bus). Ends with the plain line `N passed, N failed`.
+import { spawn } from 'node:child_process'
+
+const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+const only = process.argv.slice(2) // optional test files/dirs to narrow a local run
+
+let passed = 0
+let failed = 0
+const failures = []
+
+function run(cmd, args, env = {}) {
+  return new Promise(resolve => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } })
+    let out = ''
+    child.stdout.on('data', d => { out += d; process.stdout.write(d) })
+    child.on('close', code => resolve({ code, out }))
+  })
+}
+
+async function gate(name, cmd, args) {
+  console.log(`\n# gate: ${name}`)
+  const { code } = await run(cmd, args)
+  if (code === 0) passed++
+  else { failed++; failures.push(name) }
+}
+
+async function suite(name, env) {
+  console.log(`\n# suite: ${name}`)
+  const files = only.length ? only : []
+  const { code, out } = await run('npx', ['tap', '--reporter=tap', ...files], env)
+  // tap prints a final summary such as `# { total: 120, pass: 118, fail: 2, skip: 0 }`
+  const m = [...out.matchAll(/^# \{ total: (\d+), pass: (\d+)(?:, fail: (\d+))?/gm)].at(-1)
+  if (!m) { failed++; failures.push(`${name}: no summary (exit ${code})`); return }
+  const total = Number(m[1]); const pass = Number(m[2]); const fail = Number(m[3] ?? total - pass)
+  passed += pass
+  failed += fail
+  if (code !== 0 && fail === 0) { failed++; failures.push(`${name}: exit ${code}`) }
+  else if (fail) failures.push(`${name}: ${fail} failing`)
+}
+
+if (!only.length) {
+  await gate('types (tsc --noEmit)', 'npx', ['tsc', '--noEmit', '-p', '.'])
+  await gate('lint (eslint)', 'npx', ['eslint', '.'])
+}
+await suite('real Postgres + Redis', { TEST_DATABASE_URL: pgUrl, TEST_REDIS_URL: redisUrl, MASKLINE_TEST_BACKEND: 'services' })
+await suite('embedded PGlite + in-process bus', { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', MASKLINE_TEST_BACKEND: 'embedded' })
+
+if (failures.length) console.log(`\n# failing: ${failures.join('; ')}`)
+console.log(`${passed} passed, ${failed} failed`)
+process.exit(failed ? 1 : 0)
