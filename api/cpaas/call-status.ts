@@ -1,0 +1,95 @@
+// Call status machine (DECISIONS 5; spec 3.2 leaves the transitions open). Pure: the handler
+// loads the call record, applies the provider's callback and persists/emits only when this
+// returns a change. `null` means "answer the provider, change nothing": a duplicate, a status
+// that would move backwards, an intermediate status we do not track, or an unknown value.
+//
+//   RINGING ──in-progress──▶ ANSWERED ──completed / any end of the Dial──▶ COMPLETED (call.ended)
+//      │
+//      ├─ DialCallStatus=completed|answered, or completed with a duration ──▶ COMPLETED (call.ended)
+//      ├─ busy | no-answer | canceled ──▶ MISSED (call.ended)
+//      └─ failed ──▶ FAILED (call.failed)
+//
+// Terminal states (COMPLETED, MISSED, FAILED) never change.
+import type { CallStatus } from '../../engine/types.js'
+
+export type CallEventName = 'call.answered' | 'call.ended' | 'call.failed'
+
+export interface CallStatusInput {
+  /** 'status' = the Number statusCallback (CallStatus), 'dial-status' = the Dial action (DialCallStatus). */
+  source: 'status' | 'dial-status'
+  callStatus: string
+  /** CallDuration / DialCallDuration in seconds, when the provider sent one. */
+  duration?: number
+  /** The call record already has an answer time (e.g. answeredAt set by an earlier callback). */
+  answeredSeen?: boolean
+}
+
+export interface CallStatusChange {
+  status: CallStatus
+  event: CallEventName | null
+  /** Present on terminal transitions: the billed duration for COMPLETED, 0 for MISSED/FAILED. */
+  durationSeconds?: number
+}
+
+const TERMINAL: ReadonlySet<CallStatus> = new Set<CallStatus>(['COMPLETED', 'MISSED', 'FAILED'])
+
+export function isTerminalCallStatus(s: CallStatus): boolean {
+  return TERMINAL.has(s)
+}
+
+function seconds(d: number | undefined): number {
+  return d !== undefined && Number.isFinite(d) && d > 0 ? Math.floor(d) : 0
+}
+
+function completed(duration: number | undefined): CallStatusChange {
+  return { status: 'COMPLETED', event: 'call.ended', durationSeconds: seconds(duration) }
+}
+
+export function applyCallStatus(current: CallStatus, input: CallStatusInput): CallStatusChange | null {
+  if (TERMINAL.has(current)) return null
+  const answered = current === 'ANSWERED' || input.answeredSeen === true
+  const value = input.callStatus.trim().toLowerCase()
+  switch (value) {
+    case 'queued':
+    case 'initiated':
+    case 'ringing':
+      // RINGING is set at the voice fetch; these carry nothing new, and after an answer they are
+      // late arrivals that must not move the call backwards.
+      return null
+    case 'in-progress':
+    case 'answered':
+      // DialCallStatus=answered is sent when the Dial ended after a bridge: the call is over.
+      if (input.source === 'dial-status') return completed(input.duration)
+      return current === 'RINGING' ? { status: 'ANSWERED', event: 'call.answered' } : null
+    case 'completed':
+      // The Dial action always fires when the Dial ends, so it is authoritative. A status-callback
+      // `completed` counts only after an answer (or with a positive duration, when the
+      // `in-progress` callback was lost or is still in flight); otherwise the dial-status decides.
+      if (input.source === 'dial-status' || answered || seconds(input.duration) > 0) return completed(input.duration)
+      return null
+    case 'busy':
+    case 'no-answer':
+    case 'canceled':
+    case 'failed':
+      // An answered call that then reports a failure was still bridged and billed minutes: it ends
+      // as COMPLETED rather than being rewritten as missed or failed.
+      if (answered) return completed(input.duration)
+      return value === 'failed'
+        ? { status: 'FAILED', event: 'call.failed', durationSeconds: 0 }
+        : { status: 'MISSED', event: 'call.ended', durationSeconds: 0 }
+    default:
+      return null
+  }
+}
+
+/** `call_minute` / `recording_minute` units: whole minutes, rounded up (0 s → 0). */
+export function billableMinutes(seconds: number): number {
+  return Number.isFinite(seconds) && seconds > 0 ? Math.ceil(seconds / 60) : 0
+}
+
+/** Parses CallDuration / DialCallDuration / RecordingDuration; `undefined` when absent or not a
+ * non-negative integer. */
+export function parseDurationSeconds(raw: string | undefined): number | undefined {
+  if (raw === undefined || !/^\d{1,9}$/.test(raw)) return undefined
+  return Number(raw)
+}
