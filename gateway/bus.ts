@@ -1,0 +1,104 @@
+// Keeps several nodes' engines in step (design card): every committed session change and every
+// event is announced on a Redis stream; the other nodes reload the session from Postgres (the
+// source of truth) and fan the event out to their own WebSocket clients. Messages carry ids and
+// event envelopes only, never a phone number, so Redis never holds one.
+// Without REDIS_URL there is a single node and the in-process bus delivers nothing to anyone.
+import { Redis } from 'ioredis'
+import type { EventEnvelope } from '../api/event-envelope.js'
+
+export type BusMessage =
+  | { kind: 'session'; id: string; version: number }
+  | { kind: 'tenant'; id: string }
+  | { kind: 'event'; envelope: EventEnvelope }
+
+export interface Bus {
+  readonly kind: 'redis' | 'in-process'
+  publish(msgs: BusMessage[]): void
+  /** Messages published by OTHER nodes. */
+  onMessage(handler: (msg: BusMessage) => void): void
+  ping(): Promise<'ok' | 'down'>
+  close(): Promise<void>
+}
+
+export function createInProcessBus(): Bus {
+  return {
+    kind: 'in-process',
+    publish() {},
+    onMessage() {},
+    async ping() { return 'ok' },
+    async close() {},
+  }
+}
+
+const STREAM = 'maskline:bus'
+const MAXLEN = 100_000
+
+export function createRedisBus(opts: { url: string; nodeId: string; onError: (code: string) => void; stream?: string }): Bus {
+  const stream = opts.stream ?? STREAM
+  // Separate connections: XREAD BLOCK holds its connection.
+  const pub = new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true })
+  const sub = new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: null })
+  pub.on('error', () => opts.onError('redis-pub'))
+  sub.on('error', () => opts.onError('redis-sub'))
+  const handlers: Array<(m: BusMessage) => void> = []
+  let closed = false
+  let pending: string[] = []
+  let scheduled = false
+
+  function flush() {
+    scheduled = false
+    const batch = pending
+    pending = []
+    const p = pub.pipeline()
+    for (const body of batch) p.xadd(stream, 'MAXLEN', '~', String(MAXLEN), '*', 'n', opts.nodeId, 'm', body)
+    p.exec().catch(() => opts.onError('redis-publish'))
+  }
+
+  async function readLoop() {
+    let last = '$'
+    while (!closed) {
+      try {
+        const res = await sub.xread('COUNT', 500, 'BLOCK', 1000, 'STREAMS', stream, last) as Array<[string, Array<[string, string[]]>]> | null
+        if (!res) continue
+        for (const [, entries] of res) {
+          for (const [id, fields] of entries) {
+            last = id
+            const node = fields[1]
+            if (node === opts.nodeId) continue
+            let msg: BusMessage
+            try { msg = JSON.parse(fields[3] ?? '') } catch { continue }
+            for (const h of handlers) h(msg)
+          }
+        }
+      } catch {
+        if (closed) return
+        opts.onError('redis-read')
+        await new Promise(r => setTimeout(r, 500))
+      }
+    }
+  }
+  void readLoop()
+
+  return {
+    kind: 'redis',
+    publish(msgs) {
+      for (const m of msgs) pending.push(JSON.stringify(m))
+      // Coalesce the messages of one tick into one pipeline round trip.
+      if (!scheduled && pending.length) { scheduled = true; queueMicrotask(flush) }
+    },
+    onMessage(h) { handlers.push(h) },
+    async ping() {
+      try { return (await pub.ping()) === 'PONG' ? 'ok' : 'down' } catch { return 'down' }
+    },
+    async close() {
+      closed = true
+      if (pending.length) flush()
+      sub.disconnect()
+      await pub.quit().catch(() => pub.disconnect())
+    },
+  }
+}
+
+export function createBus(opts: { redisUrl: string | undefined; nodeId: string; onError: (code: string) => void }): Bus {
+  return opts.redisUrl ? createRedisBus({ url: opts.redisUrl, nodeId: opts.nodeId, onError: opts.onError }) : createInProcessBus()
+}

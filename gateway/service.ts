@@ -1,0 +1,243 @@
+// The composition root: builds every adapter around the pure engine, rebuilds the engine from
+// Postgres, and serves everything from one uWS app. Tests and the bench start the service
+// through this same function.
+import { hostname } from 'node:os'
+import { Redis } from 'ioredis'
+import { sql } from 'slonik'
+import type { Logger } from 'pino'
+import { Engine, Mailboxes, type TenantRouting } from '../engine/index.js'
+import type { E164 } from '../engine/types.js'
+import type { Services } from '../api/services.js'
+import type { EventEnvelope } from '../api/event-envelope.js'
+import { uuidv7 } from '../api/ids.js'
+import { createLogger } from '../api/log.js'
+import { authenticatorOf } from '../api/auth/authenticate.js'
+import { createRedisRateLimiter } from '../api/rate-limit/redis.js'
+import { authRoutes } from '../api/routes/auth.js'
+import { configRoutes } from '../api/routes/config.js'
+import { cpaasRoutes } from '../api/routes/cpaas.js'
+import { deviceRoutes } from '../api/routes/devices.js'
+import { healthRoutes } from '../api/routes/health.js'
+import { numberRoutes } from '../api/routes/numbers.js'
+import { openapiRoute } from '../api/routes/openapi.js'
+import { callRoutes, sessionRoutes } from '../api/routes/sessions.js'
+import { webhookRoutes } from '../api/routes/webhooks.js'
+import { openDatabase, type Database } from '../sql/db.js'
+import { migrate } from '../sql/migrate.js'
+import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
+import { getSessionRecord, loadLiveSessions, loadNumbers, seedNumbers } from '../sql/sessions.js'
+import { createRecordWriter } from '../sql/records.js'
+import { purgeOldRecords } from '../sql/retention.js'
+import { recordNumberRentals } from '../sql/billing.js'
+import { createSecretCipher } from '../sql/webhooks.js'
+import type { Config } from './config.js'
+import { createBus, type Bus, type BusMessage } from './bus.js'
+import { createHttpApp } from './http/index.js'
+import { createSessionRunner } from './session-runner.js'
+import { TenantDirectory } from './tenant-directory.js'
+import { createTelephony } from './telephony.js'
+import { createEventWriter } from './event-writer.js'
+import { createSignatureVerifier } from './cpaas/signature.js'
+import { FailoverProvider } from './cpaas/failover.js'
+import { SandboxProvider } from './cpaas/sandbox-provider.js'
+import { TelnyxProvider } from './cpaas/telnyx-provider.js'
+import { createDispatcher } from './webhooks/dispatcher.js'
+import { registerStream, type Stream } from './stream/stream.js'
+import { streamTokenVerifier } from './stream/auth.js'
+
+export interface StartOptions {
+  config: Config
+  /** Where log lines go (tests capture them); stdout otherwise. */
+  logDestination?: NodeJS.WritableStream
+  now?: () => number
+  /** Response bodies are checked against their schemas (tests). */
+  checkResponses?: boolean
+  /** An already-open, migrated database (tests); it stays open when the service closes. */
+  db?: Database
+}
+
+export interface RunningService {
+  port: number
+  url: string
+  log: Logger
+  engine: Engine
+  services: Services
+  db: Database
+  /** Boot figures, also logged. */
+  boot: { ms: number; liveSessions: number }
+  /** Runs the expiry sweep now (tests drive it instead of waiting for the timer). */
+  expireDue(): Promise<number>
+  close(): Promise<void>
+}
+
+const EXPIRY_SWEEP_MS = 250 // DECISIONS 4: expiry fires within 1 s of expiresAt
+const DAY_MS = 86_400_000
+const sqlPing = sql.unsafe`SELECT 1`
+
+export async function startService(opts: StartOptions): Promise<RunningService> {
+  const t0 = performance.now()
+  const cfg = opts.config
+  const now = opts.now ?? Date.now
+  const log = createLogger({ level: cfg.logLevel, ...(opts.logDestination ? { destination: opts.logDestination } : {}) })
+  const nodeId = `${hostname()}-${process.pid}-${uuidv7().slice(-6)}`
+  const onError = (component: string) => (code: string) => log.warn({ component, code }, 'recoverable error')
+
+  const db = opts.db ?? await openDatabase({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, onError: onError('db') })
+  const closers: Array<() => Promise<unknown> | unknown> = opts.db ? [] : [() => db.close()]
+  try {
+    await migrate(db.pool)
+    await seedNumbers(db.pool, cfg.numberPool, cfg.provider)
+
+    const engine = new Engine({ cooldownMs: cfg.cooldownSeconds * 1000 })
+    const mailboxes = new Mailboxes()
+    const cipher = createPhoneCipher(cfg.phoneKey)
+    const hashParty = createPartyHasher(cfg.phoneKey)
+    const tenants = new TenantDirectory(db.pool, engine)
+    await tenants.loadAll()
+    const numbers = await loadNumbers(db.pool)
+    engine.addNumbers(numbers.map(n => ({ number: n.number as E164, region: n.region, provider: n.provider })))
+    const liveSessions = await loadLiveSessions(db.pool, cipher, recs => { for (const r of recs) engine.load(r) })
+
+    const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, onError: onError('bus') })
+    closers.push(() => bus.close())
+    let redis: Redis | null = null
+    if (cfg.redisUrl) {
+      redis = new Redis(cfg.redisUrl, { maxRetriesPerRequest: 2 })
+      redis.on('error', () => log.warn({ component: 'redis', code: 'redis-error' }, 'recoverable error'))
+      closers.push(() => redis!.quit().catch(() => redis!.disconnect()))
+    }
+
+    let stream: Stream | null = null
+    const dispatcher = createDispatcher({
+      pool: db.pool, log, now, allowInsecure: cfg.webhookAllowInsecure, secrets: createSecretCipher(cfg.phoneKey),
+    })
+
+    /** After a commit on this node: local WebSocket clients, the other nodes, the webhook dispatcher. */
+    function fanOut(envelopes: EventEnvelope[], extra: BusMessage[] = []) {
+      for (const e of envelopes) stream?.publishEvent(e)
+      bus.publish([...extra, ...envelopes.map(envelope => ({ kind: 'event' as const, envelope }))])
+      if (envelopes.length) dispatcher.wake()
+    }
+
+    const services: Services = {
+      config: {
+        publicBaseUrl: cfg.publicBaseUrl, nodeId, cooldownSeconds: cfg.cooldownSeconds,
+        retentionDays: cfg.retentionDays, webhookAllowInsecure: cfg.webhookAllowInsecure,
+      },
+      log,
+      db: db.pool,
+      jwtSecret: cfg.jwtSecret,
+      phoneKey: cfg.phoneKey,
+      hashParty,
+      now,
+      tenants,
+      poolCounts: () => engine.poolCounts(now()),
+      checks: async () => ({
+        postgres: await db.pool.oneFirst(sqlPing).then(() => 'ok', () => 'down'),
+        redis: redis ? await redis.ping().then(r => (r === 'PONG' ? 'ok' : 'down'), () => 'down') : 'disabled',
+      }),
+      onTenantChanged: (t: TenantRouting) => {
+        tenants.changed(t)
+        authenticatorOf(services).invalidateTenant(t.id)
+        bus.publish([{ kind: 'tenant', id: t.id }])
+      },
+      ...(redis ? { rateLimiter: createRedisRateLimiter({ redis, now }) } : {}),
+    }
+
+    const runner = createSessionRunner({
+      db: db.pool, engine, mailboxes, tenants, cipher, hashParty, now,
+      announce: (id, version, envelopes) => fanOut(envelopes, [{ kind: 'session', id, version }]),
+    })
+    services.sessions = runner
+
+    const provider = new FailoverProvider(
+      cfg.provider === 'telnyx'
+        ? new TelnyxProvider({ name: 'telnyx', apiKey: cfg.telnyx.apiKey!, ...(cfg.telnyx.baseUrl ? { baseURL: cfg.telnyx.baseUrl } : {}), ...(cfg.telnyx.messagingProfileId ? { messagingProfileId: cfg.telnyx.messagingProfileId } : {}) })
+        : new SandboxProvider('sandbox'),
+      cfg.provider === 'telnyx' && cfg.telnyx.backupApiKey
+        ? new TelnyxProvider({ name: 'telnyx-backup', apiKey: cfg.telnyx.backupApiKey, ...(cfg.telnyx.backupBaseUrl ? { baseURL: cfg.telnyx.backupBaseUrl } : {}), ...(cfg.telnyx.messagingProfileId ? { messagingProfileId: cfg.telnyx.messagingProfileId } : {}) })
+        : undefined,
+      { now },
+    )
+    services.cpaasHealth = () => provider.health()
+    const records = createRecordWriter(db.pool, { onError: onError('records') })
+    const events = createEventWriter({ db: db.pool, announce: envs => fanOut(envs), onError: onError('events') })
+    closers.unshift(() => records.close(), () => events.close())
+    services['telephony'] = createTelephony({
+      db: db.pool, engine, tenants, hashParty, records, events, provider, sandbox: cfg.provider === 'sandbox', log, now,
+      publicBaseUrl: cfg.publicBaseUrl,
+      verifier: createSignatureVerifier({
+        mode: cfg.signature, publicBaseUrl: cfg.publicBaseUrl, now,
+        ...(cfg.telnyx.publicKey ? { telnyxPublicKey: cfg.telnyx.publicKey } : {}),
+        ...(cfg.hmacSecret ? { hmacSecret: cfg.hmacSecret } : {}),
+      }),
+    })
+
+    // Other nodes: reload what they committed from Postgres (the bus never carries numbers).
+    bus.onMessage(msg => {
+      if (msg.kind === 'event') stream?.publishEvent(msg.envelope)
+      else if (msg.kind === 'tenant') { tenants.changed({ id: msg.id }); authenticatorOf(services).invalidateTenant(msg.id) }
+      else {
+        void getSessionRecord(db.pool, msg.id, cipher).then(rec => { if (rec) engine.load(rec) }, () => log.warn({ code: 'bus-reload' }, 'recoverable error'))
+      }
+    })
+
+    const routes = [
+      ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
+      ...webhookRoutes, ...healthRoutes, ...cpaasRoutes,
+    ]
+    const http = createHttpApp({
+      services,
+      routes: [...routes, openapiRoute(routes)],
+      checkResponses: opts.checkResponses ?? false,
+      ws: app => {
+        stream = registerStream(app, {
+          verifyTenantToken: streamTokenVerifier(authenticatorOf(services)),
+          log, publicBaseUrl: cfg.publicBaseUrl, now,
+        })
+      },
+    })
+    const port = await http.listen(cfg.host, cfg.port)
+    closers.unshift(() => { stream?.closeAll(); return http.close(500) })
+
+    // Sessions that expired while the process was down expire now, once (the database decides).
+    let sweeping: Promise<number> = runner.expireDue()
+    await sweeping
+    const sweep = setInterval(() => {
+      sweeping = sweeping.then(() => runner.expireDue()).catch(() => { log.warn({ code: 'expiry-sweep' }, 'recoverable error'); return 0 })
+    }, EXPIRY_SWEEP_MS)
+    sweep.unref()
+    dispatcher.start()
+    closers.unshift(() => dispatcher.stop(), () => { clearInterval(sweep); return sweeping })
+
+    // Daily housekeeping: retention (spec 8.7) and number rental usage (DECISIONS 7).
+    const daily = setInterval(() => {
+      void purgeOldRecords(db.pool, cfg.retentionDays).catch(() => log.warn({ code: 'retention' }, 'recoverable error'))
+      void recordNumberRentals(db.pool, now()).catch(() => log.warn({ code: 'number-rental' }, 'recoverable error'))
+    }, DAY_MS)
+    daily.unref()
+    closers.unshift(() => clearInterval(daily))
+
+    const ms = Math.round(performance.now() - t0)
+    log.info({ port, db: db.kind, bus: bus.kind, provider: cfg.provider, signature: cfg.signature, liveSessions, bootMs: ms }, 'listening')
+    return {
+      port,
+      url: `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`,
+      log,
+      engine,
+      services,
+      db,
+      boot: { ms, liveSessions },
+      expireDue: () => (sweeping = sweeping.then(() => runner.expireDue())),
+      async close() {
+        for (const c of closers) {
+          try { await c() } catch { /* keep closing the rest */ }
+        }
+      },
+    }
+  } catch (err) {
+    for (const c of closers.reverse()) await Promise.resolve().then(c).catch(() => {})
+    throw err
+  }
+}
+

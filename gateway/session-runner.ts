@@ -1,0 +1,257 @@
+// Executes the engine's decisions (STYLE 3): a command is planned by the pure engine, committed to
+// Postgres (allocation, quota, outbox and billing in one transaction), and only then applied to
+// the engine's memory, announced to the other nodes and fanned out to the WebSocket stream.
+// Commands on one session run one at a time through the engine's mailboxes.
+import type { DatabasePool } from 'slonik'
+import type { Engine, Mailboxes, EngineEvent, Plan } from '../engine/index.js'
+import type { E164, SessionId, SessionRecord, TenantId } from '../engine/types.js'
+import { buildEnvelope, type EventEnvelope } from '../api/event-envelope.js'
+import { uuidv7 } from '../api/ids.js'
+import { ApiProblem } from '../api/route.js'
+import type { CreateSessionBody, PatchSessionBody, SessionView } from '../api/schemas/session.js'
+import { METADATA_MAX_BYTES } from '../api/schemas/session.js'
+import * as store from '../sql/sessions.js'
+import type { TenantDirectory } from './tenant-directory.js'
+
+export interface RunnerDeps {
+  db: DatabasePool
+  engine: Engine
+  mailboxes: Mailboxes
+  tenants: TenantDirectory
+  cipher: { encrypt(e164: string): Buffer; decrypt(b: Buffer): string }
+  hashParty: (salt: Buffer, e164: string) => string
+  now: () => number
+  /** After commit: other nodes, the WebSocket stream, the webhook dispatcher. */
+  announce: (sessionId: string, version: number, envelopes: EventEnvelope[]) => void
+}
+
+export interface CreateResult { status: number; body: unknown; replayed: boolean }
+
+const MAX_ALLOCATION_TRIES = 8
+
+export function envelopesOf(events: EngineEvent[]): EventEnvelope[] {
+  return events.map(e => buildEnvelope(uuidv7(e.at), e.type, e.at, {
+    sessionId: e.sessionId,
+    tenantId: e.tenantId,
+    proxyNumber: e.proxyNumber,
+    state: e.state,
+    ...(e.type === 'session.target_swapped' ? { timestamp: new Date(e.at).toISOString() } : {}),
+  }))
+}
+
+export function createSessionRunner(d: RunnerDeps) {
+  async function create(tenantId: string, body: CreateSessionBody, idempotency?: { key: string; requestHash: string }): Promise<CreateResult> {
+    const tenant = await d.tenants.get(tenantId)
+    if (!tenant) throw new ApiProblem('unauthorized')
+    checkMetadataSize(body.metadata)
+    // DECISIONS 4: omitted optional fields take the tenant's defaults.
+    const recordingEnabled = body.recordingEnabled ?? tenant.recordingEnabled
+    const consentPrompt = body.consentPrompt ?? tenant.recordingConsentMode
+    if (recordingEnabled && consentPrompt === 'NONE') {
+      // R-REC
+      throw new ApiProblem('validation', 'recording cannot be enabled with consentPrompt NONE', {
+        errors: [{ field: 'consentPrompt', issue: 'invalid_combination' }],
+      })
+    }
+    if (body.agentPhone === body.customerPhone) {
+      throw new ApiProblem('validation', 'agentPhone and customerPhone must differ', {
+        errors: [{ field: 'customerPhone', issue: 'same_as_agent' }],
+      })
+    }
+    const now = d.now()
+    const id = uuidv7(now) as SessionId
+    const input = {
+      id,
+      tenantId: tenantId as TenantId,
+      agentPhone: body.agentPhone as E164,
+      customerPhone: body.customerPhone as E164,
+      directionMode: body.directionMode ?? 'BIDIRECTIONAL',
+      gracePeriodMinutes: body.gracePeriodMinutes ?? tenant.defaultGracePeriod,
+      maxDurationMinutes: body.maxDurationMinutes ?? 120,
+      recordingEnabled,
+      consentPrompt,
+    } as const
+    const metadata = body.metadata ?? {}
+    const agentHash = d.hashParty(tenant.salt, input.agentPhone)
+    const customerHash = d.hashParty(tenant.salt, input.customerPhone)
+    const agentEnc = d.cipher.encrypt(input.agentPhone)
+    const customerEnc = d.cipher.encrypt(input.customerPhone)
+    const exclude = new Set<string>()
+    for (let attempt = 0; attempt < MAX_ALLOCATION_TRIES; attempt++) {
+      const plan = d.engine.planCreate(input, now, exclude)
+      if (!plan.ok) {
+        if (idempotency) {
+          // A retry of a request that succeeded on another node must still replay, not fail.
+          const replay = await store.findIdempotent(d.db, tenantId, idempotency.key)
+          if (replay) return replayOf(replay, idempotency.requestHash)
+        }
+        throw new ApiProblem(plan.rejection)
+      }
+      const envelopes = envelopesOf(plan.events)
+      const view = viewOf(plan.next, metadata, 0, null)
+      const res = await store.createSession(d.db, {
+        rec: plan.next,
+        metadata,
+        agentHash,
+        customerHash,
+        agentEnc,
+        customerEnc,
+        quota: tenant.concurrentSessions,
+        events: envelopes,
+        ...(idempotency ? { idempotency: { ...idempotency, status: 201, response: view } } : {}),
+      })
+      if (res === 'ok') {
+        d.engine.commit(plan)
+        d.announce(id, plan.next.version, envelopes)
+        return { status: 201, body: view, replayed: false }
+      }
+      if (res === 'tier-session-limit') throw new ApiProblem('tier-session-limit')
+      if (res === 'proxy-conflict') {
+        // Another node took this proxy (or a participant on it) first: the database refused the
+        // overlap; try the next candidate.
+        exclude.add(plan.next.proxyNumber)
+        continue
+      }
+      return replayOf(res.idempotentReplay, idempotency?.requestHash ?? '')
+    }
+    throw new ApiProblem('pool-exhausted')
+  }
+
+  function replayOf(r: { requestHash: string; status: number; response: unknown }, requestHash: string): CreateResult {
+    if (r.requestHash !== requestHash) {
+      throw new ApiProblem('conflict', 'Idempotency-Key was already used with a different request body')
+    }
+    return { status: r.status, body: r.response, replayed: true }
+  }
+
+  /** The current record: memory for live sessions, Postgres for the rest. */
+  async function load(tenantId: string, id: string): Promise<SessionRecord> {
+    const live = d.engine.get(id as SessionId)
+    if (live) {
+      if (live.tenantId !== tenantId) throw new ApiProblem('not-found')
+      return live
+    }
+    const rec = await store.getSessionRecord(d.db, id, d.cipher)
+    if (!rec || rec.tenantId !== tenantId) throw new ApiProblem('not-found')
+    return rec
+  }
+
+  async function apply(tenantId: string, id: string, msg: Parameters<Engine['plan']>[1], extra: { metadataPatch?: Record<string, unknown> } = {}): Promise<SessionView> {
+    return d.mailboxes.run(id, async () => {
+      for (let attempt = 0; ; attempt++) {
+        const prev = await load(tenantId, id)
+        const now = d.now()
+        const plan: Plan = d.engine.plan(prev, msg, now)
+        if (!plan.ok) throw new ApiProblem(plan.rejection)
+        const changed = plan.next.version !== prev.version
+        if (!changed && !extra.metadataPatch) return await view(tenantId, id)
+        const envelopes = envelopesOf(plan.events)
+        let swap: store.SwapArgs | undefined
+        let audit: { action: string; data: object } | undefined
+        if (msg.type === 'swap-target' && changed) {
+          const tenant = await d.tenants.get(tenantId)
+          if (!tenant) throw new ApiProblem('not-found')
+          const oldCustomerHash = d.hashParty(tenant.salt, prev.customerPhone)
+          const newCustomerHash = d.hashParty(tenant.salt, plan.next.customerPhone)
+          swap = { oldCustomerHash, newCustomerHash, newCustomerEnc: d.cipher.encrypt(plan.next.customerPhone) }
+          // Spec 4.2: the audit entry holds hashes, never phone numbers.
+          audit = { action: 'session.target_swapped', data: { previousPartyBHash: oldCustomerHash, newPartyBHash: newCustomerHash } }
+        }
+        const res = await store.updateSession(d.db, {
+          prev,
+          next: plan.next,
+          ...(extra.metadataPatch ? { metadataPatch: extra.metadataPatch } : {}),
+          ...(swap ? { swap } : {}),
+          ...(audit ? { audit } : {}),
+          events: envelopes,
+        })
+        if (res === 'stale') {
+          // Another node changed the session first: reload its committed state and replan.
+          const fresh = await store.getSessionRecord(d.db, id, d.cipher)
+          if (fresh) d.engine.load(fresh)
+          if (attempt < 3) continue
+          throw new ApiProblem('internal')
+        }
+        if (res === 'proxy-conflict') throw new ApiProblem('target-conflict')
+        if (changed) {
+          d.engine.commit(plan)
+          d.announce(id, plan.next.version, envelopes)
+        }
+        return await view(tenantId, id)
+      }
+    })
+  }
+
+  async function view(tenantId: string, id: string): Promise<SessionView> {
+    const v = await store.getSession(d.db, tenantId, id)
+    if (!v) throw new ApiProblem('not-found')
+    return v as SessionView
+  }
+
+  return {
+    create,
+    get: view,
+    end: (tenantId: string, id: string) => apply(tenantId, id, { type: 'end' }),
+    swapTarget: (tenantId: string, id: string, customerPhone: string) =>
+      apply(tenantId, id, { type: 'swap-target', customerPhone: customerPhone as E164 }),
+    patch: (tenantId: string, id: string, body: PatchSessionBody) => {
+      checkMetadataSize(body.metadata)
+      return apply(tenantId, id, { type: 'patch', ...(body.gracePeriodMinutes !== undefined ? { gracePeriodMinutes: body.gracePeriodMinutes } : {}) },
+        body.metadata ? { metadataPatch: body.metadata } : {})
+    },
+    /** Expiry (spec 3.1): the engine expires in memory; the database decides who writes the event. */
+    async expireDue(): Promise<number> {
+      const due = d.engine.tick(d.now())
+      if (!due.length) return 0
+      let written = 0
+      for (let i = 0; i < due.length; i += 500) {
+        const batch = due.slice(i, i + 500)
+        const byId = new Map<string, EventEnvelope[]>()
+        const expired = await store.expireSessions(d.db, batch, rec => {
+          const envs = envelopesOf([{ type: 'session.expired', at: rec.expiredAt ?? d.now(), sessionId: rec.id, tenantId: rec.tenantId, proxyNumber: rec.proxyNumber, state: 'EXPIRED' }])
+          byId.set(rec.id, envs)
+          return envs
+        })
+        for (const id of expired) {
+          const rec = batch.find(r => r.id === id)
+          d.announce(id, rec?.version ?? 0, byId.get(id) ?? [])
+        }
+        written += expired.length
+      }
+      return written
+    },
+  }
+}
+
+export type SessionRunner = ReturnType<typeof createSessionRunner>
+
+function checkMetadataSize(m: Record<string, unknown> | undefined) {
+  if (m && Buffer.byteLength(JSON.stringify(m)) > METADATA_MAX_BYTES) {
+    throw new ApiProblem('validation', `metadata must be at most ${METADATA_MAX_BYTES} bytes serialized`, {
+      errors: [{ field: 'metadata', issue: 'too_large' }],
+    })
+  }
+}
+
+export function viewOf(rec: SessionRecord, metadata: Record<string, unknown>, callCount: number, lastCallAt: number | null): SessionView {
+  const iso = (n: number) => new Date(n).toISOString()
+  return {
+    id: rec.id,
+    tenantId: rec.tenantId,
+    proxyNumber: rec.proxyNumber,
+    state: rec.state,
+    directionMode: rec.directionMode,
+    metadata,
+    gracePeriodMinutes: rec.gracePeriodMinutes,
+    maxDurationMinutes: rec.maxDurationMinutes,
+    recordingEnabled: rec.recordingEnabled,
+    consentPrompt: rec.consentPrompt,
+    expiresAt: iso(rec.expiresAt),
+    createdAt: iso(rec.createdAt),
+    activatedAt: iso(rec.activatedAt),
+    endedAt: rec.endedAt === null ? null : iso(rec.endedAt),
+    expiredAt: rec.expiredAt === null ? null : iso(rec.expiredAt),
+    callCount,
+    lastCallAt: lastCallAt === null ? null : iso(lastCallAt),
+  }
+}

@@ -1,0 +1,244 @@
+// Provider callbacks (spec 4.10, DECISIONS 5). The voice answer is computed from the engine's
+// memory with no I/O on the path; call records, events and usage are written behind it
+// (setImmediate, then group commit). SMS are acknowledged at once and forwarded afterwards.
+// No phone number or SMS text is ever logged or put into an event.
+import type { DatabasePool } from 'slonik'
+import type { Logger } from 'pino'
+import type { Engine, RouteDecision } from '../engine/index.js'
+import type { CallStatus } from '../engine/types.js'
+import type { ApiReply, ApiRequest } from '../api/route.js'
+import { buildEnvelope, type EventEnvelope, type EventType } from '../api/event-envelope.js'
+import { uuidv7 } from '../api/ids.js'
+import { parseForm } from '../api/cpaas/form.js'
+import { decisionTexml, EMPTY_RESPONSE, hangupTexml } from '../api/cpaas/texml.js'
+import { applyCallStatus, billableMinutes, parseDurationSeconds } from '../api/cpaas/call-status.js'
+import { parseSmsCallback } from '../api/cpaas/sms-payload.js'
+import type { SignatureVerifier } from './cpaas/signature.js'
+import type { SmsProvider } from './cpaas/provider.js'
+import { getCallRecord, type RecordWriter } from '../sql/records.js'
+import { markSmsForwarded, proxyOfSession } from '../sql/telephony.js'
+import type { UsageInput } from '../sql/billing.js'
+import type { EventWriter } from './event-writer.js'
+import type { TenantDirectory } from './tenant-directory.js'
+
+export interface TelephonyDeps {
+  db: DatabasePool
+  engine: Engine
+  tenants: TenantDirectory
+  hashParty: (salt: Buffer, e164: string) => string
+  records: RecordWriter
+  events: EventWriter
+  provider: SmsProvider
+  /** The sandbox provider sends nothing and counts a forward as delivered (DECISIONS 1). */
+  sandbox: boolean
+  verifier: SignatureVerifier
+  publicBaseUrl: string
+  log: Logger
+  now: () => number
+}
+
+const XML = 'application/xml'
+const SMS_PATH = '/v1/webhooks/cpaas/sms'
+const RECENT_MAX = 100_000
+
+/** Recent provider ids → our ids: a replayed voice fetch gets the same callId and changes nothing. */
+class Recent {
+  readonly #m = new Map<string, string>()
+  get(k: string) { return this.#m.get(k) }
+  set(k: string, v: string) {
+    if (this.#m.size >= RECENT_MAX) this.#m.delete(this.#m.keys().next().value as string)
+    this.#m.set(k, v)
+  }
+}
+
+export function createTelephony(d: TelephonyDeps) {
+  const calls = new Recent()
+  const messages = new Recent()
+  /** callId → what events need, while the call is young (saves a read per status callback). */
+  const callMeta = new Map<string, { proxy: string }>()
+
+  function verify(req: ApiRequest): string | null {
+    const v = d.verifier.verify({ headers: req.headers, rawBody: req.rawBody ?? Buffer.alloc(0), path: req.path, query: req.rawQuery })
+    return v.ok ? null : v.reason
+  }
+
+  function event(type: EventType, at: number, data: Parameters<typeof buildEnvelope>[3]): EventEnvelope {
+    return buildEnvelope(uuidv7(at), type, at, data)
+  }
+
+  function recordCallStart(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, caller: string, proxy: string, callId: string, callSid: string, now: number) {
+    const tenant = d.tenants.peek(dec.tenantId)
+    const s = d.engine.get(dec.sessionId)
+    const partyB = dec.direction === 'A_TO_B' ? (dec.kind === 'connect' ? dec.to : s?.customerPhone) : caller
+    const partyBHash = tenant && partyB ? d.hashParty(tenant.salt, partyB) : ''
+    const status: CallStatus = dec.kind === 'connect' ? 'RINGING' : 'FAILED'
+    const recording = dec.kind === 'connect' && dec.recording
+    void d.records.upsertCall({
+      id: callId, sessionId: dec.sessionId, tenantId: dec.tenantId, providerCallId: callSid, status,
+      direction: dec.direction, initiatedAt: now, partyBHash, recordingConsentPlayed: recording,
+      ...(status === 'FAILED' ? { endedAt: now } : {}),
+    }).then(stored => {
+      if (stored !== callId) return // a replay, or the write failed (reported by the writer)
+      void d.records.incrementCallCount(dec.sessionId, now)
+      const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, durationSeconds: 0 }
+      d.events.write(status === 'RINGING'
+        ? [event('call.incoming', now, { ...base, status })]
+        : [event('call.incoming', now, { ...base, status: 'RINGING' }), event('call.failed', now, { ...base, status })])
+    })
+  }
+
+  async function voice(req: ApiRequest): Promise<ApiReply> {
+    const bad = verify(req)
+    if (bad) {
+      d.log.warn({ reason: bad, callback: 'voice' }, 'callback signature refused')
+      return { status: 403, body: EMPTY_RESPONSE, contentType: XML }
+    }
+    const f = parseForm(req.rawBody ?? '')
+    const callSid = f?.['CallSid'], from = f?.['From'], to = f?.['To']
+    if (!callSid || !from || !to) return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
+    const now = d.now()
+    const dec = d.engine.route(to, from, now)
+    if (dec.kind === 'connect') {
+      let callId = calls.get(callSid)
+      const replay = callId !== undefined
+      if (!callId) { callId = uuidv7(now); calls.set(callSid, callId) }
+      const xml = decisionTexml(dec, { baseUrl: d.publicBaseUrl, callId })
+      if (!replay) {
+        const id = callId
+        callMeta.set(id, { proxy: to })
+        if (callMeta.size > RECENT_MAX) callMeta.delete(callMeta.keys().next().value as string)
+        setImmediate(() => recordCallStart(dec, from, to, id, callSid, now))
+      }
+      return { status: 200, body: xml, contentType: XML }
+    }
+    if (dec.kind === 'direction-not-allowed' && calls.get(callSid) === undefined) {
+      // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED.
+      const id = uuidv7(now)
+      calls.set(callSid, id)
+      setImmediate(() => recordCallStart(dec, from, to, id, callSid, now))
+    }
+    return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl }), contentType: XML }
+  }
+
+  async function callStatus(req: ApiRequest, source: 'status' | 'dial-status'): Promise<ApiReply> {
+    const done: ApiReply = source === 'status' ? { status: 200 } : { status: 200, body: hangupTexml(), contentType: XML }
+    const bad = verify(req)
+    if (bad) {
+      d.log.warn({ reason: bad, callback: `voice/${source}` }, 'callback signature refused')
+      return { status: 403, body: EMPTY_RESPONSE, contentType: XML }
+    }
+    const f = parseForm(req.rawBody ?? '')
+    const callId = new URLSearchParams(req.rawQuery).get('callId')
+    const value = source === 'status' ? f?.['CallStatus'] : f?.['DialCallStatus']
+    if (!f || !callId || !value) return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
+    await d.records.flush() // the start of this call may still be queued
+    const rec = await getCallRecord(d.db, { callId })
+    if (!rec) return done // unknown call id: nothing to change, and the provider must not retry forever
+    const duration = parseDurationSeconds(source === 'status' ? f['CallDuration'] : f['DialCallDuration'])
+    const change = applyCallStatus(rec.status, {
+      source, callStatus: value, ...(duration !== undefined ? { duration } : {}), answeredSeen: rec.answeredAt !== null,
+    })
+    if (source === 'dial-status' && f['RecordingUrl'] && !rec.recordingUrl) {
+      await d.records.updateCall({ callId }, { recordingUrl: f['RecordingUrl'] })
+    }
+    if (!change) return done
+    const now = d.now()
+    const terminal = change.status === 'COMPLETED' || change.status === 'MISSED' || change.status === 'FAILED'
+    const ok = await d.records.updateCall({ callId }, {
+      status: change.status,
+      ...(change.status === 'ANSWERED' ? { answeredAt: now } : {}),
+      ...(terminal ? { endedAt: now, durationSeconds: change.durationSeconds ?? 0 } : {}),
+    }, [rec.status])
+    if (!ok) return done // another callback moved it first
+    if (change.event) {
+      const proxy = callMeta.get(callId)?.proxy ?? await proxyOfSession(d.db, rec.sessionId) ?? ''
+      const env = event(change.event, now, {
+        sessionId: rec.sessionId, tenantId: rec.tenantId, proxyNumber: proxy, callId, direction: rec.direction,
+        status: change.status, durationSeconds: change.durationSeconds ?? 0,
+      })
+      const usage: UsageInput[] = change.status === 'COMPLETED' && (change.durationSeconds ?? 0) > 0
+        ? [{ tenantId: rec.tenantId, metric: 'call_minute', quantity: billableMinutes(change.durationSeconds ?? 0), at: now, sessionId: rec.sessionId, callRecordId: callId, dedupeKey: `call_minute:${callId}` }]
+        : []
+      d.events.write([env], usage)
+    }
+    return done
+  }
+
+  async function recording(req: ApiRequest): Promise<ApiReply> {
+    const bad = verify(req)
+    if (bad) {
+      d.log.warn({ reason: bad, callback: 'voice/recording' }, 'callback signature refused')
+      return { status: 403, body: EMPTY_RESPONSE, contentType: XML }
+    }
+    const f = parseForm(req.rawBody ?? '')
+    const callId = new URLSearchParams(req.rawQuery).get('callId')
+    if (!f || !callId || !f['RecordingSid']) return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
+    await d.records.flush()
+    const rec = await getCallRecord(d.db, { callId })
+    if (!rec) return { status: 200 }
+    const seconds = parseDurationSeconds(f['RecordingDuration']) ?? 0
+    if (f['RecordingUrl']) await d.records.updateCall({ callId }, { recordingUrl: f['RecordingUrl'], recordingDurationSeconds: seconds })
+    if ((f['RecordingStatus'] ?? 'completed') === 'completed' && seconds > 0) {
+      d.events.write([], [{ tenantId: rec.tenantId, metric: 'recording_minute', quantity: billableMinutes(seconds), at: d.now(), sessionId: rec.sessionId, callRecordId: callId, dedupeKey: `recording_minute:${f['RecordingSid']}` }])
+    }
+    return { status: 200 }
+  }
+
+  async function forwardSms(dec: Extract<RouteDecision, { kind: 'connect' }>, proxy: string, messageId: string, text: string, now: number) {
+    const id = uuidv7(now)
+    const stored = await d.records.upsertSms({
+      id, sessionId: dec.sessionId, tenantId: dec.tenantId, providerMessageId: messageId,
+      direction: dec.direction, status: 'QUEUED', sentAt: now,
+    })
+    if (stored !== id) return // replayed message id (or write failure): never forward twice
+    const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, smsId: id, direction: dec.direction }
+    d.events.write([event('sms.received', now, { ...base, status: 'QUEUED' })],
+      [{ tenantId: dec.tenantId, metric: 'sms_received', quantity: 1, at: now, sessionId: dec.sessionId, dedupeKey: `sms_received:${id}` }])
+    try {
+      const sent = await d.provider.sendSms({ from: proxy, to: dec.to, text, webhookUrl: d.publicBaseUrl + SMS_PATH })
+      const at = d.now()
+      const status = d.sandbox ? 'DELIVERED' : 'SENT'
+      await markSmsForwarded(d.db, id, sent.providerMessageId, status, at)
+      d.events.write([event('sms.sent', at, { ...base, status })],
+        [{ tenantId: dec.tenantId, metric: 'sms_sent', quantity: 1, at, sessionId: dec.sessionId, dedupeKey: `sms_sent:${id}` }])
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? 'provider-error'
+      d.log.warn({ code, smsId: id }, 'sms forward failed')
+      await markSmsForwarded(d.db, id, null, 'FAILED', d.now()).catch(() => {})
+    }
+  }
+
+  async function sms(req: ApiRequest): Promise<ApiReply> {
+    const ok: ApiReply = { status: 200, body: '{"ok":true}', contentType: 'application/json; charset=utf-8' }
+    const bad = verify(req)
+    if (bad) {
+      d.log.warn({ reason: bad, callback: 'sms' }, 'callback signature refused')
+      return { status: 403, body: '{"ok":false}', contentType: 'application/json; charset=utf-8' }
+    }
+    const cb = parseSmsCallback(req.headers['content-type'], req.rawBody ?? '')
+    if (cb.kind === 'invalid') return { status: 400, body: '{"ok":false}', contentType: 'application/json; charset=utf-8' }
+    if (cb.kind === 'status') {
+      void d.records.updateSmsStatusByForwardId(cb.messageId, cb.status, cb.status === 'DELIVERED' ? d.now() : null)
+      return ok
+    }
+    if (cb.kind === 'ignored') return ok
+    const now = d.now()
+    const dec = d.engine.route(cb.to, cb.from, now)
+    // Not matched or direction not allowed: dropped, no record (DECISIONS 5).
+    if (dec.kind !== 'connect' || messages.get(cb.messageId) !== undefined) return ok
+    messages.set(cb.messageId, dec.sessionId)
+    const text = cb.text
+    setImmediate(() => { void forwardSms(dec, cb.to, cb.messageId, text, now) })
+    return ok
+  }
+
+  return {
+    voice,
+    voiceStatus: (req: ApiRequest) => callStatus(req, 'status'),
+    dialStatus: (req: ApiRequest) => callStatus(req, 'dial-status'),
+    recording,
+    sms,
+  }
+}
+
+export type Telephony = ReturnType<typeof createTelephony>

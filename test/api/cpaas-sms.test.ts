@@ -1,0 +1,65 @@
+// SMS relay (spec 1.5, 1.6, 4.10; DECISIONS 5) through the real telnyx SDK against a fake Telnyx:
+// forwarded from the proxy, acknowledged even when the provider is slow, idempotent on the
+// provider's message id, metadata-only records, delivery status updates, text never stored.
+import t from 'tap'
+import { sql } from 'slonik'
+import { startTestService } from '../support/service.js'
+import { CallbackDriver, generateTelnyxKeyPair } from '../support/callback-driver.js'
+import { FakeTelnyx } from '../support/fake-telnyx.js'
+
+t.test('sms relay', async t => {
+  const keys = generateTelnyxKeyPair()
+  const fake = await FakeTelnyx.start()
+  t.teardown(() => fake.close())
+  const api = await startTestService(t, {
+    env: { CPAAS_PROVIDER: 'telnyx', TELNYX_API_KEY: 'KEY_test', TELNYX_BASE_URL: fake.baseURL, TELNYX_PUBLIC_KEY: keys.publicKeyBase64 },
+  })
+  const driver = new CallbackDriver({ baseUrl: api.url, mode: 'telnyx-ed25519', keyPair: keys })
+  const acct = await api.signup()
+  const A = api.phone(1), B = api.phone(2)
+  const s = (await api.req('POST', '/v1/sessions', { token: acct.token, body: { agentPhone: A, customerPhone: B } })).body
+  const secretText = 'meet at the blue door 4417'
+
+  fake.setBehaviour({ latencyMs: 1500 })
+  const t0 = Date.now()
+  const r = await driver.smsReceived({ from: B, to: s.proxyNumber, text: secretText, messageId: 'msg-1' })
+  t.equal(r.status, 200)
+  t.same(await r.json(), { ok: true })
+  t.ok(Date.now() - t0 < 1000, 'answered before the slow provider finished')
+  await driver.smsReceived({ from: B, to: s.proxyNumber, text: secretText, messageId: 'msg-1' })
+
+  // The forward completes after the provider's 1.5 s answer.
+  let list = await api.req('GET', `/v1/sessions/${s.id}/sms`, { token: acct.token })
+  for (let i = 0; i < 50 && list.body.data[0]?.status !== 'SENT'; i++) {
+    await new Promise(r => setTimeout(r, 100))
+    list = await api.req('GET', `/v1/sessions/${s.id}/sms`, { token: acct.token })
+  }
+  t.equal(fake.count, 1, 'forwarded exactly once despite the replay')
+  const sent = fake.requests.find(q => q.path === '/v2/messages')!.body as Record<string, string>
+  t.match(sent, { from: s.proxyNumber, to: A, text: secretText })
+
+  t.equal(list.body.data.length, 1)
+  t.match(list.body.data[0], { sessionId: s.id, direction: 'B_TO_A', status: 'SENT', sentAt: String })
+  t.notOk(JSON.stringify(list.body).includes(secretText))
+
+  const stored = JSON.stringify(await api.svc.db.pool.any(sql.unsafe`SELECT * FROM sms_records`))
+  t.notOk(stored.includes(secretText), 'the text is not stored')
+  const fwd = await api.svc.db.pool.oneFirst(sql.unsafe`SELECT forward_message_id FROM sms_records WHERE session_id = ${s.id}`) as string
+  await driver.smsStatus({ messageId: fwd, eventType: 'message.finalized', status: 'delivered' })
+  await new Promise(r => setTimeout(r, 100))
+  const after = await api.req('GET', `/v1/sessions/${s.id}/sms`, { token: acct.token })
+  t.match(after.body.data[0], { status: 'DELIVERED', deliveredAt: String })
+
+  await new Promise(r => setTimeout(r, 100)) // events are written behind the answer (group commit)
+  const outbox = await api.svc.db.pool.anyFirst(sql.unsafe`SELECT type FROM outbox WHERE session_id = ${s.id} AND type LIKE 'sms.%' ORDER BY id`)
+  t.same(outbox, ['sms.received', 'sms.sent'])
+  const usage = await api.svc.db.pool.anyFirst(sql.unsafe`SELECT metric FROM billing_events WHERE session_id = ${s.id} AND metric LIKE 'sms%' ORDER BY metric`)
+  t.same(usage, ['sms_received', 'sms_sent'])
+
+  fake.setBehaviour({})
+  const stranger = await driver.smsReceived({ from: api.phone(77), to: s.proxyNumber, text: 'hello', messageId: 'msg-2' })
+  t.same(await stranger.json(), { ok: true }, 'unmatched SMS are acknowledged and dropped')
+  await new Promise(r => setTimeout(r, 200))
+  t.equal(fake.count, 1)
+  for (const line of api.logLines) t.notOk(line.includes(secretText), 'no log line carries the text')
+})

@@ -1,0 +1,121 @@
+// The whole service, started exactly as `npm start` does (gateway/service.ts), on port 0 against a
+// fresh database per test file: real Postgres when TEST_DATABASE_URL is set (and Redis when
+// TEST_REDIS_URL is), the embedded PGlite and in-process bus otherwise. Every log line and every
+// API response body is kept; at teardown the harness fails the test if a log line carries a phone
+// number, a secret or a token, or if an API response carries a party number the test sent.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import { loadConfig } from '../../gateway/config.js'
+import { startService, type RunningService } from '../../gateway/service.js'
+import { testDatabase } from './db.js'
+import { CallbackDriver } from './callback-driver.js'
+
+interface TapLike {
+  teardown(fn: () => unknown): void
+  fail(msg: string): void
+}
+
+export interface Res<T = any> {
+  status: number
+  headers: Headers
+  body: T
+  text: string
+}
+
+export interface Account {
+  tenantId: string
+  apiKey: string
+  apiSecret: string
+  /** Tenant token (typ tenant). */
+  token: string
+  /** Dashboard token of the OWNER (typ user). */
+  ownerToken: string
+  email: string
+  password: string
+}
+
+let accounts = 0
+
+export async function startTestService(t: TapLike, opts: { env?: Record<string, string>; now?: () => number } = {}) {
+  const db = await testDatabase(t)
+  const dataDir = mkdtempSync(join(tmpdir(), 'maskline-svc-'))
+  const redisUrl = process.env.TEST_REDIS_URL || undefined
+  const config = loadConfig({
+    PORT: '0',
+    DATA_DIR: dataDir,
+    WEBHOOK_ALLOW_INSECURE: 'true',
+    LOG_LEVEL: 'info',
+    ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
+    ...opts.env,
+  })
+  const logLines: string[] = []
+  const sink = new Writable({ write(chunk, _enc, cb) { logLines.push(String(chunk)); cb() } })
+  const svc: RunningService = await startService({ config, db, logDestination: sink, checkResponses: true, ...(opts.now ? { now: opts.now } : {}) })
+  const bodies: string[] = []
+  /** Real numbers this test sent as parties: never to be seen in a response or a log line. */
+  const partyNumbers = new Set<string>()
+  const secrets = new Set<string>()
+
+  t.teardown(async () => {
+    await svc.close()
+    rmSync(dataDir, { recursive: true, force: true })
+    for (const line of logLines) {
+      const phone = line.match(/\+\d{8,15}/)
+      if (phone) t.fail(`a log line carries a phone number: ${line.slice(0, 300)}`)
+      for (const s of secrets) if (line.includes(s)) t.fail('a log line carries a secret or token')
+    }
+    for (const body of bodies) for (const n of partyNumbers) if (body.includes(n)) t.fail(`a response body carries a party number: ${body.slice(0, 300)}`)
+  })
+
+  async function req<T = any>(method: string, path: string, o: { body?: unknown; token?: string; headers?: Record<string, string>; raw?: string } = {}): Promise<Res<T>> {
+    collect(o.body)
+    const headers: Record<string, string> = { ...o.headers }
+    if (o.token) headers['authorization'] = `Bearer ${o.token}`
+    let body: string | undefined = o.raw
+    if (o.body !== undefined) { headers['content-type'] ??= 'application/json'; body = JSON.stringify(o.body) }
+    const r = await fetch(svc.url + path, { method, headers, ...(body !== undefined ? { body } : {}) })
+    const text = await r.text()
+    if (!path.startsWith('/v1/webhooks/cpaas')) bodies.push(text) // TeXML is for the provider: it must name the party dialed
+    let parsed: unknown = text
+    try { parsed = text ? JSON.parse(text) : null } catch { /* not JSON */ }
+    return { status: r.status, headers: r.headers, body: parsed as T, text }
+  }
+
+  function collect(body: unknown) {
+    if (!body || typeof body !== 'object') return
+    for (const k of ['agentPhone', 'customerPhone', 'userPhone', 'supportPhone'] as const) {
+      const v = (body as Record<string, unknown>)[k]
+      if (typeof v === 'string' && /^\+\d+$/.test(v) && k !== 'supportPhone') partyNumbers.add(v)
+    }
+    for (const k of ['password', 'apiSecret'] as const) {
+      const v = (body as Record<string, unknown>)[k]
+      if (typeof v === 'string') secrets.add(v)
+    }
+  }
+
+  async function signup(): Promise<Account> {
+    const n = ++accounts
+    const email = `owner${n}-${process.pid}@example.test`
+    const password = `pw-${n}-correct-horse`
+    const s = await req('POST', '/v1/auth/signup', { body: { companyName: `Company ${n} ${process.pid} ${Math.random()}`, email, password } })
+    if (s.status !== 201) throw new Error(`signup failed: ${s.status} ${s.text}`)
+    secrets.add(s.body.apiSecret)
+    const tok = await req('POST', '/v1/auth/token', { body: { apiKey: s.body.apiKey, apiSecret: s.body.apiSecret } })
+    const login = await req('POST', '/v1/auth/dashboard/login', { body: { email, password } })
+    secrets.add(tok.body.accessToken)
+    secrets.add(login.body.accessToken)
+    return { tenantId: s.body.tenantId, apiKey: s.body.apiKey, apiSecret: s.body.apiSecret, token: tok.body.accessToken, ownerToken: login.body.accessToken, email, password }
+  }
+
+  /** Party numbers in a range reserved for fiction (+1 NXX 555-01XX, DECISIONS 2). */
+  function phone(i: number): string {
+    return `+1415555${String(1000 + i).padStart(4, '0')}`
+  }
+
+  const driver = new CallbackDriver({ baseUrl: svc.url, mode: 'none' })
+  return { svc, url: svc.url, req, signup, phone, driver, logLines, partyNumbers, secrets }
+}
+
+export type TestService = Awaited<ReturnType<typeof startTestService>>
