@@ -120,6 +120,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     }
 
     const services: Services = {
+      webhookDispatcher: dispatcher,
       config: {
         publicBaseUrl: cfg.publicBaseUrl, nodeId, cooldownSeconds: cfg.cooldownSeconds,
         retentionDays: cfg.retentionDays, webhookAllowInsecure: cfg.webhookAllowInsecure,

@@ -34,9 +34,9 @@ async function suite(name, env) {
   const files = only.length ? only : []
   const { code, out } = await run('npx', ['tap', '--reporter=tap', ...files], env)
   // tap prints a final summary such as `# { total: 120, pass: 118, fail: 2, skip: 0 }`
-  const m = [...out.matchAll(/^# \{ total: (\d+), pass: (\d+)(?:, fail: (\d+))?/gm)].at(-1)
+  const m = [...out.matchAll(/^# \{ total: (\d+), pass: (\d+)(?:, fail: (\d+))?(?:, skip: (\d+))?/gm)].at(-1)
   if (!m) { failed++; failures.push(`${name}: no summary (exit ${code})`); return }
-  const total = Number(m[1]); const pass = Number(m[2]); const fail = Number(m[3] ?? total - pass)
+  const total = Number(m[1]); const pass = Number(m[2]); const skip = Number(m[4] ?? 0); const fail = Number(m[3] ?? total - pass - skip)
   passed += pass
   failed += fail
   if (code !== 0 && fail === 0) { failed++; failures.push(`${name}: exit ${code}`) }

@@ -1,0 +1,163 @@
+// GET /v1/stream (DECISIONS 6): a WebSocket of the caller's tenant's event envelopes, every type
+// (session.target_swapped included), optionally filtered with `?types=a,b`. Authenticated in
+// `upgrade` before the socket exists; each socket subscribes to its tenant's topic (or to one
+// topic per requested type) and events fan out with `app.publish`: one serialization per event,
+// the loop over sockets stays in C++. Slow consumers are closed at the backpressure limit so
+// they never hold memory or slow the others.
+import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from 'uWebSockets.js'
+import type { Logger } from 'pino'
+import type { EventEnvelope, EventType } from '../../api/event-envelope.js'
+import { SUBSCRIBABLE_EVENTS } from '../../api/event-envelope.js'
+import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
+import { extractToken, type StreamPrincipal } from './auth.js'
+
+export const STREAM_PATH = '/v1/stream'
+/** Every type the stream carries: the nine subscribable ones and session.target_swapped. */
+export const STREAM_EVENT_TYPES: readonly EventType[] = [...SUBSCRIBABLE_EVENTS, 'session.target_swapped']
+
+// uWS pings after idleTimeout minus a margin of client silence and closes the socket if the
+// pong does not come back within the margin: 46 s gives a ping after 30 s (margin 16 s).
+const IDLE_TIMEOUT_SECONDS = 46
+
+export const tenantTopic = (tenantId: string): string => `tenant/${tenantId}`
+export const typeTopic = (tenantId: string, type: string): string => `tenant/${tenantId}/${type}`
+
+interface SocketData {
+  tenantId: string
+  topics: string[]
+  expMs: number | undefined
+  expiryTimer?: NodeJS.Timeout
+}
+
+export interface StreamOptions {
+  verifyTenantToken: (token: string) => Promise<StreamPrincipal>
+  log: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
+  /** Bytes buffered per socket before it is closed (DECISIONS 6: 1 MiB). */
+  maxBackpressure?: number
+  /** The `{base_url}` of problem `type` URIs on a refused handshake. */
+  publicBaseUrl?: string
+  /** Clock for token expiry (epoch ms). */
+  now?: () => number
+}
+
+export interface Stream {
+  /** Fans one committed event out to its tenant's sockets on this node. */
+  publishEvent(envelope: EventEnvelope): void
+  connectionCount(): number
+  /** Closes every socket (1001 going away), e.g. before the listen socket closes. */
+  closeAll(): void
+}
+
+/** Publishes on `tenant/<id>` and `tenant/<id>/<type>`; a socket is on one or the other, never both. */
+export function publishEvent(app: TemplatedApp, envelope: EventEnvelope): void {
+  const all = tenantTopic(envelope.data.tenantId)
+  const typed = typeTopic(envelope.data.tenantId, envelope.type)
+  const toAll = app.numSubscribers(all) > 0
+  const toTyped = app.numSubscribers(typed) > 0
+  if (!toAll && !toTyped) return
+  const json = JSON.stringify(envelope)
+  if (toAll) app.publish(all, json)
+  if (toTyped) app.publish(typed, json)
+}
+
+function parseTypes(rawQuery: string): { ok: true; types: EventType[] | null } | { ok: false; issue: FieldIssue } {
+  const q = new URLSearchParams(rawQuery)
+  const raw = q.getAll('types')
+  if (raw.length === 0) return { ok: true, types: null }
+  const names = raw.flatMap(v => v.split(',')).map(s => s.trim())
+  if (names.length === 0 || names.some(n => !(STREAM_EVENT_TYPES as readonly string[]).includes(n))) {
+    return { ok: false, issue: { field: 'types', issue: 'unknown_event_type' } }
+  }
+  return { ok: true, types: [...new Set(names)] as EventType[] }
+}
+
+export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
+  const { log } = opts
+  const baseUrl = opts.publicBaseUrl ?? ''
+  const now = opts.now ?? Date.now
+  const sockets = new Set<WebSocket<SocketData>>()
+
+  function refuse(res: HttpResponse, slug: ProblemSlug, detail?: string, errors?: FieldIssue[]): void {
+    const doc = renderProblem(baseUrl, slug, detail, errors)
+    res.writeStatus(`${doc.status} ${slug === 'unauthorized' ? 'Unauthorized' : slug === 'forbidden' ? 'Forbidden' : slug === 'internal' ? 'Internal Server Error' : 'Bad Request'}`)
+    res.writeHeader('content-type', 'application/problem+json')
+    if (slug === 'unauthorized') res.writeHeader('www-authenticate', 'Bearer')
+    res.end(JSON.stringify(doc), true)
+    if (slug === 'internal') log.error({ instance: doc.instance }, 'stream handshake failed')
+  }
+
+  app.ws<SocketData>(STREAM_PATH, {
+    compression: 0,
+    maxPayloadLength: 1024, // clients have nothing to say; close frames and pongs fit
+    idleTimeout: IDLE_TIMEOUT_SECONDS,
+    sendPingsAutomatically: true,
+    maxBackpressure: opts.maxBackpressure ?? 1024 * 1024,
+    // typed as a number in this build's index.d.ts; the binding reads it as a boolean
+    closeOnBackpressureLimit: true as unknown as number,
+
+    upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t) {
+      // STYLE 6: everything out of req before the first await; req is stack-allocated.
+      const authorization = req.getHeader('authorization')
+      const secKey = req.getHeader('sec-websocket-key')
+      const secProtocol = req.getHeader('sec-websocket-protocol')
+      const secExtensions = req.getHeader('sec-websocket-extensions')
+      const rawQuery = req.getQuery() ?? ''
+      let aborted = false
+      res.onAborted(() => { aborted = true })
+
+      const types = parseTypes(rawQuery)
+      if (!types.ok) { refuse(res, 'validation', 'types must name stream event types', [types.issue]); return }
+      const { token, protocol } = extractToken(authorization, secProtocol)
+      if (!token) { refuse(res, 'unauthorized', 'a tenant token is required on the handshake'); return }
+
+      opts.verifyTenantToken(token).then(
+        (principal: StreamPrincipal) => {
+          if (aborted) return
+          res.cork(() => {
+            if (principal === null) return refuse(res, 'unauthorized')
+            if (principal === 'forbidden') return refuse(res, 'forbidden', 'the stream takes tenant tokens only')
+            const { tenantId } = principal
+            const topics = types.types ? types.types.map(t => typeTopic(tenantId, t)) : [tenantTopic(tenantId)]
+            res.upgrade<SocketData>({ tenantId, topics, expMs: principal.expMs }, secKey, protocol, secExtensions, context)
+          })
+        },
+        (err: unknown) => {
+          log.error({ err }, 'stream token check failed')
+          if (!aborted) res.cork(() => refuse(res, 'internal'))
+        },
+      )
+    },
+
+    open(ws: WebSocket<SocketData>) {
+      const data = ws.getUserData()
+      for (const topic of data.topics) ws.subscribe(topic)
+      sockets.add(ws)
+      // A token is good for 900 s; the stream does not outlive it (the client reconnects with a fresh one).
+      if (data.expMs !== undefined) {
+        const ms = Math.max(0, data.expMs - now())
+        data.expiryTimer = setTimeout(() => ws.end(1008, 'token expired'), Math.min(ms, 2 ** 31 - 1))
+        data.expiryTimer.unref()
+      }
+      log.debug({ tenantId: data.tenantId }, 'stream open')
+    },
+
+    message() {
+      // Nothing is expected from clients; ignoring keeps a chatty client harmless.
+    },
+
+    close(ws: WebSocket<SocketData>, code: number) {
+      const data = ws.getUserData()
+      if (data.expiryTimer) clearTimeout(data.expiryTimer)
+      sockets.delete(ws)
+      log.debug({ tenantId: data.tenantId, code }, 'stream closed')
+    },
+  })
+
+  return {
+    publishEvent: envelope => publishEvent(app, envelope),
+    connectionCount: () => sockets.size,
+    closeAll() {
+      for (const ws of [...sockets]) ws.end(1001, 'server shutting down')
+    },
+  }
+}

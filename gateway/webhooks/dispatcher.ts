@@ -1,0 +1,186 @@
+// Webhook dispatcher (DECISIONS 6): drains the Postgres outbox, at least once. Any number of
+// nodes run one each against the same database; `claimDue` leases disjoint rows, so each event
+// is attempted by one node at a time, and a node that dies mid-delivery loses its lease and the
+// event is redelivered by whoever claims it next.
+import type { DatabasePool } from 'slonik'
+import type { Logger } from 'pino'
+import { uuidv7 } from '../../api/ids.js'
+import {
+  claimDue, getWebhookConfig, insertDelivery, markDone, markRetry, type OutboxEvent, type SecretCipher,
+} from '../../sql/webhooks.js'
+import { signatureHeaders } from './signing.js'
+import { createHttpTransport, type WebhookTransport } from './transport.js'
+
+/**
+ * DECISIONS 6: attempt k (1-based) runs SCHEDULE[k-1] after attempt k-1 failed (the first as soon
+ * as the event is committed): 0 s, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h; 8 attempts in all.
+ */
+export const RETRY_SCHEDULE_MS: readonly number[] = [
+  0, 5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000,
+]
+
+/**
+ * session.target_swapped is not subscribable (spec 6) but always delivered to a configured
+ * webhook (DECISIONS 6); the synthetic event of POST /v1/webhooks/test is delivered whatever
+ * the subscription, since its point is to exercise the endpoint.
+ */
+function alwaysDelivered(ev: OutboxEvent): boolean {
+  return ev.type === 'session.target_swapped' || ev.envelope.data?.test === true
+}
+
+export interface DispatcherOptions {
+  pool: DatabasePool
+  log: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
+  now: () => number
+  /** WEBHOOK_ALLOW_INSECURE: http:// and private targets (development and tests only). */
+  allowInsecure: boolean
+  /** Decrypts webhook_configs.secret_enc (sql/webhooks.ts createSecretCipher(phoneKey)). */
+  secrets: Pick<SecretCipher, 'decrypt'>
+  /** Defaults to the node:http(s) transport with the SSRF guard. */
+  transport?: WebhookTransport
+  schedule?: readonly number[]
+  /** Per attempt (DECISIONS 6: 5 s). */
+  timeoutMs?: number
+  /** Must exceed timeoutMs comfortably: a lease that lapses mid-attempt means a duplicate. */
+  leaseMs?: number
+  /** Deliveries in flight at once on this node. */
+  concurrency?: number
+  pollIntervalMs?: number
+  newId?: () => string
+}
+
+export interface Dispatcher {
+  /** Starts polling (every pollIntervalMs, and at once on wake()). */
+  start(): void
+  /** Stops polling and waits for attempts in flight to be recorded. */
+  stop(): Promise<void>
+  /** Poll now: call after committing a transaction that wrote outbox rows. */
+  wake(): void
+  /** Claims one batch and delivers it; resolves with the number of events handled. For tests. */
+  runOnce(): Promise<number>
+}
+
+export function createDispatcher(opts: DispatcherOptions): Dispatcher {
+  const { pool, log, now } = opts
+  const schedule = opts.schedule ?? RETRY_SCHEDULE_MS
+  const timeoutMs = opts.timeoutMs ?? 5_000
+  const leaseMs = opts.leaseMs ?? Math.max(30_000, timeoutMs * 3)
+  const concurrency = opts.concurrency ?? 32
+  const pollIntervalMs = opts.pollIntervalMs ?? 500
+  const newId = opts.newId ?? (() => uuidv7())
+  const ownTransport = opts.transport ? null : createHttpTransport({ allowInsecure: opts.allowInsecure })
+  const transport = opts.transport ?? ownTransport!
+
+  async function deliver(ev: OutboxEvent): Promise<void> {
+    const cfg = await getWebhookConfig(pool, ev.tenantId)
+    if (!cfg || (!alwaysDelivered(ev) && !cfg.events.includes(ev.type))) {
+      await markDone(pool, ev, 'skipped', now())
+      return
+    }
+    const body = JSON.stringify(ev.envelope)
+    const requestedAt = now()
+    let result: { statusCode: number; error: string | null }
+    try {
+      const secret = opts.secrets.decrypt(cfg.secretEnc)
+      // webhook-id is the event id: the same on every retry, so receivers can deduplicate.
+      const headers = { ...signatureHeaders(secret, ev.id, Math.floor(requestedAt / 1000), body) }
+      result = await transport({ url: cfg.url, headers, body, timeoutMs })
+    } catch (err) {
+      log.error({ err, tenantId: ev.tenantId, eventId: ev.id }, 'webhook attempt error')
+      result = { statusCode: 0, error: 'internal' }
+    }
+    const completedAt = now()
+    const success = result.statusCode >= 200 && result.statusCode < 300
+    const error = success ? null : (result.error ?? `http-${result.statusCode}`)
+    const finalAttempt = ev.attempts >= schedule.length
+    await pool.transaction(async tx => {
+      await insertDelivery(tx, {
+        id: newId(), tenantId: ev.tenantId, eventId: ev.id, event: ev.type, url: cfg.url,
+        statusCode: result.statusCode, success, attemptCount: ev.attempts, error, requestedAt, completedAt,
+      })
+      const ours = success ? await markDone(tx, ev, 'delivered', completedAt)
+        : finalAttempt ? await markDone(tx, ev, 'failed', completedAt)
+          : await markRetry(tx, ev, completedAt + schedule[ev.attempts]!)
+      if (!ours) log.warn({ tenantId: ev.tenantId, eventId: ev.id }, 'webhook lease lost during attempt')
+    })
+    // Never the URL (its query may hold a tenant's token) nor the secret.
+    const line = { tenantId: ev.tenantId, eventId: ev.id, type: ev.type, attempt: ev.attempts, statusCode: result.statusCode, code: error }
+    if (success) log.debug(line, 'webhook delivered')
+    else if (finalAttempt) log.warn(line, 'webhook given up')
+    else log.info(line, 'webhook attempt failed')
+  }
+
+  async function safeDeliver(ev: OutboxEvent): Promise<void> {
+    try {
+      await deliver(ev)
+    } catch (err) {
+      // The lease lapses and the event is claimed again: at least once.
+      log.error({ err, eventId: ev.id }, 'webhook dispatch error')
+    }
+  }
+
+  async function claim(limit: number): Promise<OutboxEvent[]> {
+    return claimDue(pool, { limit, leaseMs, now: now() })
+  }
+
+  // --- polling loop -------------------------------------------------------------------------
+  let started = false
+  let stopped = false
+  let interval: NodeJS.Timeout | undefined
+  let pumping = false
+  let again = false
+  const inflight = new Set<Promise<void>>()
+
+  async function pump(): Promise<void> {
+    if (!started || stopped) return
+    if (pumping) { again = true; return }
+    pumping = true
+    try {
+      do {
+        again = false
+        const free = concurrency - inflight.size
+        if (free <= 0) break
+        const batch = await claim(free)
+        for (const ev of batch) {
+          const p = safeDeliver(ev).finally(() => {
+            inflight.delete(p)
+            void pump() // a slot is free: there may be more due
+          })
+          inflight.add(p)
+        }
+        if (batch.length === free) again = true
+      } while (again && !stopped)
+    } catch (err) {
+      log.error({ err }, 'webhook claim failed')
+    } finally {
+      pumping = false
+    }
+  }
+
+  return {
+    start() {
+      if (started) return
+      started = true
+      interval = setInterval(() => void pump(), pollIntervalMs)
+      interval.unref()
+      void pump()
+    },
+    async stop() {
+      stopped = true
+      if (interval) clearInterval(interval)
+      while (pumping || inflight.size) {
+        await Promise.allSettled([...inflight])
+        if (pumping) await new Promise(r => setTimeout(r, 5))
+      }
+      ownTransport?.close()
+    },
+    wake() {
+      void pump()
+    },
+    async runOnce() {
+      const batch = await claim(concurrency)
+      await Promise.all(batch.map(safeDeliver))
+      return batch.length
+    },
+  }
+}

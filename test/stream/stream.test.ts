@@ -1,0 +1,180 @@
+// GET /v1/stream (DECISIONS 6) on a real uWS app, port 0, with real tenant and user JWTs.
+import t, { type Test } from 'tap'
+import uWS from 'uWebSockets.js'
+import { buildEnvelope, type EventType } from '../../api/event-envelope.js'
+import { uuidv7 } from '../../api/ids.js'
+import { issueToken } from '../../api/auth/tokens.js'
+import { registerStream, type Stream } from '../../gateway/stream/stream.js'
+import { streamTokenVerifier } from '../../gateway/stream/auth.js'
+import { createAuthenticator } from '../../api/auth/authenticate.js'
+import { connectWs, type HandshakeRefused, type WsClient } from '../support/ws-client.js'
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} }
+const jwtSecret = new TextEncoder().encode('stream-test-secret-that-is-32-bytes-long!')
+
+async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: Set<string> } = {}) {
+  const app = uWS.App()
+  const stream: Stream = registerStream(app, {
+    verifyTenantToken: streamTokenVerifier(createAuthenticator({
+      jwtSecret, now: Date.now,
+      loadTenant: async id => ({ id, status: opts.suspended?.has(id) ? 'SUSPENDED' : 'ACTIVE', tier: 'STARTER', salt: Buffer.alloc(32) }),
+    })),
+    log: silent,
+    publicBaseUrl: 'http://maskline.test',
+    ...(opts.maxBackpressure ? { maxBackpressure: opts.maxBackpressure } : {}),
+  })
+  const listen = await new Promise<uWS.us_listen_socket>((resolve, reject) =>
+    app.listen('127.0.0.1', 0, s => (s ? resolve(s) : reject(new Error('listen failed')))))
+  const port = uWS.us_socket_local_port(listen)
+  const clients: WsClient[] = []
+  t.teardown(() => {
+    for (const c of clients) c.socket.destroy()
+    stream.closeAll()
+    uWS.us_listen_socket_close(listen)
+  })
+  const url = (query = '') => `http://127.0.0.1:${port}/v1/stream${query}`
+  return {
+    app, stream, url,
+    async connect(o: Parameters<typeof connectWs>[1] & { query?: string } = {}) {
+      const c = await connectWs(url(o.query), o)
+      clients.push(c)
+      return c
+    },
+  }
+}
+
+const tenantToken = (tenantId: string, ttlSeconds?: number) =>
+  issueToken(jwtSecret, { typ: 'tenant', sub: 'key', tenantId, tier: 'STARTER', scopes: ['api'] }, Date.now(), ttlSeconds)
+const userToken = (tenantId: string) =>
+  issueToken(jwtSecret, { typ: 'user', sub: uuidv7(), tenantId, tier: 'STARTER', role: 'OWNER' }, Date.now())
+const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } })
+
+function event(tenantId: string, type: EventType = 'session.created', n = 0) {
+  return buildEnvelope(uuidv7(), type, Date.now(), {
+    sessionId: uuidv7(), tenantId, proxyNumber: '+12025550100', state: 'ACTIVE', durationSeconds: n,
+  })
+}
+
+async function refusal(p: Promise<unknown>): Promise<HandshakeRefused> {
+  try { await p } catch (err) { return err as HandshakeRefused }
+  throw new Error('handshake was accepted')
+}
+
+t.test('each tenant receives its own events and nobody else\'s', async t => {
+  const s = await startApp(t)
+  const a = uuidv7(), b = uuidv7()
+  const ca1 = await s.connect(bearer(await tenantToken(a)))
+  const ca2 = await s.connect(bearer(await tenantToken(a)))
+  const cb = await s.connect(bearer(await tenantToken(b)))
+  t.equal(s.stream.connectionCount(), 3)
+  const ea = [event(a, 'session.created'), event(a, 'call.incoming'), event(a, 'session.target_swapped')]
+  const eb = [event(b, 'sms.received')]
+  for (const e of [...ea, ...eb]) s.stream.publishEvent(e)
+  s.stream.publishEvent(event(uuidv7())) // a tenant with no sockets: nothing to do
+  await Promise.all([ca1.waitForMessages(3), ca2.waitForMessages(3), cb.waitForMessages(1)])
+  await new Promise(r => setTimeout(r, 50))
+  t.same(ca1.messages.map(m => JSON.parse(m)), ea, 'envelopes arrive whole and in order')
+  t.same(ca2.messages.map(m => JSON.parse(m)), ea)
+  t.same(cb.messages.map(m => JSON.parse(m)), eb)
+  t.equal(ca1.protocol, null, 'no subprotocol answered when none was offered')
+})
+
+t.test('?types= filters, session.target_swapped included; unknown types are refused', async t => {
+  const s = await startApp(t)
+  const a = uuidv7()
+  const token = await tenantToken(a)
+  const filtered = await s.connect({ ...bearer(token), query: '?types=call.ended,session.target_swapped' })
+  const all = await s.connect(bearer(token))
+  const sent = [event(a, 'session.created'), event(a, 'call.ended'), event(a, 'session.target_swapped'), event(a, 'sms.sent')]
+  for (const e of sent) s.stream.publishEvent(e)
+  await all.waitForMessages(4)
+  await filtered.waitForMessages(2)
+  await new Promise(r => setTimeout(r, 50))
+  t.same(filtered.messages.map(m => JSON.parse(m).type), ['call.ended', 'session.target_swapped'])
+  t.equal(all.messages.length, 4, 'an unfiltered socket gets each event once')
+  const bad = await refusal(s.connect({ ...bearer(token), query: '?types=call.ended,nope' }))
+  t.equal(bad.status, 400)
+  t.match(JSON.parse(bad.body), { type: 'http://maskline.test/errors/validation', status: 400, errors: [{ field: 'types' }] })
+})
+
+t.test('handshakes without a valid tenant token are refused before the upgrade', async t => {
+  const s = await startApp(t)
+  const a = uuidv7()
+  const none = await refusal(s.connect())
+  t.equal(none.status, 401)
+  t.equal(none.headers['www-authenticate'], 'Bearer')
+  t.match(none.headers['content-type'], /^application\/problem\+json/)
+  t.match(JSON.parse(none.body), { type: 'http://maskline.test/errors/unauthorized', status: 401, instance: /^urn:maskline:err:/ })
+  t.equal((await refusal(s.connect(bearer('not.a.jwt')))).status, 401)
+  t.equal((await refusal(s.connect({ headers: { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` } }))).status, 401)
+  const good = await tenantToken(a)
+  t.equal((await refusal(s.connect(bearer(good.slice(0, -2) + 'xx')))).status, 401, 'bad signature')
+  // never in the URL: a token in the query string does not authenticate
+  t.equal((await refusal(s.connect({ query: `?access_token=${good}` }))).status, 401)
+  t.equal((await refusal(s.connect({ query: `?token=${good}` }))).status, 401)
+  const user = await refusal(s.connect(bearer(await userToken(a))))
+  t.equal(user.status, 403, 'a dashboard user token is forbidden')
+  t.match(JSON.parse(user.body), { type: 'http://maskline.test/errors/forbidden', status: 403 })
+  t.equal((await refusal(s.connect({ protocols: ['bearer', await userToken(a)] }))).status, 403)
+  t.equal(s.stream.connectionCount(), 0)
+})
+
+t.test('a suspended tenant\'s token is forbidden', async t => {
+  const a = uuidv7()
+  const s = await startApp(t, { suspended: new Set([a]) })
+  t.equal((await refusal(s.connect(bearer(await tenantToken(a))))).status, 403)
+})
+
+t.test('the token in the subprotocol pair works and the server answers bearer', async t => {
+  const s = await startApp(t)
+  const a = uuidv7()
+  const c = await s.connect({ protocols: ['bearer', await tenantToken(a)] })
+  t.equal(c.protocol, 'bearer')
+  const e = event(a)
+  s.stream.publishEvent(e)
+  await c.waitForMessages(1)
+  t.same(JSON.parse(c.messages[0]!), e)
+  // header token plus an offered bearer protocol: still answer bearer (browsers require an answer)
+  const c2 = await s.connect({ ...bearer(await tenantToken(a)), protocols: ['bearer'] })
+  t.equal(c2.protocol, 'bearer')
+  t.equal((await refusal(s.connect({ protocols: ['bearer'] }))).status, 401, 'bearer without a token')
+})
+
+t.test('the stream closes when the token expires', async t => {
+  const s = await startApp(t)
+  const c = await s.connect(bearer(await tenantToken(uuidv7(), 1)))
+  const code = await Promise.race([c.closed, new Promise(r => setTimeout(() => r('still open'), 4_000))])
+  t.equal(code, 1008)
+})
+
+t.test('a stalled reader is dropped at the backpressure limit; the others keep up', async t => {
+  const s = await startApp(t) // default limit: 1 MiB
+  const a = uuidv7()
+  const token = await tenantToken(a)
+  const stalled = await s.connect({ ...bearer(token), keepMessages: false })
+  const healthy = await s.connect({ ...bearer(token), keepMessages: false })
+  let healthyCount = 0
+  healthy.onMessage = () => { healthyCount++ }
+  stalled.socket.pause() // stops reading: the kernel buffers fill, then uWS buffers, then the limit
+  const e = event(a, 'sms.received')
+  let published = 0
+  let stalledClosedAfter = -1
+  const started = Date.now()
+  for (let batch = 0; batch < 400 && stalledClosedAfter < 0; batch++) {
+    for (let i = 0; i < 500; i++) { s.stream.publishEvent(e); published++ }
+    await new Promise(r => setImmediate(r))
+    if (s.stream.connectionCount() < 2) stalledClosedAfter = published
+  }
+  t.ok(stalledClosedAfter > 0, `the stalled socket was closed (after ${stalledClosedAfter} events)`)
+  // the healthy reader got every event, including those published while the other one stalled
+  const deadline = Date.now() + 10_000
+  while (healthyCount < published && Date.now() < deadline) await new Promise(r => setTimeout(r, 10))
+  t.equal(healthyCount, published, `healthy socket received all ${published} events in ${Date.now() - started} ms`)
+  t.equal(s.stream.connectionCount(), 1, 'the healthy socket is still connected')
+  s.stream.publishEvent(event(a, 'call.ended'))
+  while (healthyCount < published + 1 && Date.now() < deadline) await new Promise(r => setTimeout(r, 10))
+  t.equal(healthyCount, published + 1)
+  stalled.socket.resume()
+  const code = await Promise.race([stalled.closed, new Promise(r => setTimeout(() => r('open'), 3_000))])
+  t.not(code, 'open', 'the stalled client sees its connection closed')
+})
