@@ -13,4 +13,5 @@ export default tseslint.config(
     },
   },
   { files: ['bench/**', 'test/**', '.ci/**'], rules: { 'no-console': 'off' } },
+  { files: ['**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
 )

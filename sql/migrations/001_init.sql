@@ -48,7 +48,9 @@ CREATE TABLE api_credentials (
 CREATE INDEX api_credentials_tenant ON api_credentials (tenant_id) WHERE revoked_at IS NULL;
 
 -- The number pool. tenant_id is the tenant holding the number while it carries live sessions
--- (DECISIONS 4: one tenant per proxy in use); released_at starts the cooldown.
+-- (DECISIONS 4: one tenant per proxy in use); released_at starts the cooldown (set when the last
+-- live session on it ends, NULL while held). live_sessions counts its PENDING/ACTIVE/GRACE_PERIOD
+-- sessions, kept in the same transactions as the sessions themselves.
 CREATE TABLE proxy_numbers (
   number       text PRIMARY KEY,
   region       text NOT NULL,
@@ -89,16 +91,21 @@ CREATE TABLE sessions (
 CREATE INDEX sessions_tenant_created ON sessions (tenant_id, created_at DESC, id DESC);
 CREATE INDEX sessions_tenant_state_created ON sessions (tenant_id, state, created_at DESC, id DESC);
 CREATE INDEX sessions_live_expiry ON sessions (expires_at) WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD');
+-- Boot reads every live session keyset-paginated by id (sql/sessions.ts loadLiveSessions).
+CREATE INDEX sessions_live_id ON sessions (id) WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD');
 CREATE INDEX sessions_agent_hash ON sessions (tenant_id, agent_hash) WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD');
 CREATE INDEX sessions_customer_hash ON sessions (tenant_id, customer_hash) WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD');
 
 -- One row per party of a live session. The primary key IS the participant-overlap rule (spec 3.1):
 -- the database refuses two live sessions sharing a participant on one proxy, whatever node asks.
 -- Rows are deleted in the transaction that ends the session's life (expiry) or unwires a party (swap).
+-- No foreign keys on purpose: rows are written only by sql/sessions.ts in the transaction that
+-- writes their session (whose own keys already check tenant and proxy), and per-row key checks
+-- on this, the hottest table (two rows per session), doubled the cost of every session insert.
 CREATE TABLE session_participants (
-  proxy_number  text NOT NULL REFERENCES proxy_numbers(number),
+  proxy_number  text NOT NULL,
   party_hash    text NOT NULL,
-  session_id    uuid NOT NULL REFERENCES sessions(id),
+  session_id    uuid NOT NULL,
   PRIMARY KEY (proxy_number, party_hash)
 );
 CREATE INDEX session_participants_session ON session_participants (session_id);
@@ -122,6 +129,7 @@ CREATE TABLE call_records (
 CREATE INDEX call_records_session ON call_records (session_id, id);
 CREATE INDEX call_records_tenant_id ON call_records (tenant_id, id);
 CREATE INDEX call_records_tenant_initiated ON call_records (tenant_id, initiated_at);
+CREATE INDEX call_records_initiated ON call_records (initiated_at);      -- retention purge (spec 8.7)
 
 -- Metadata only: there is deliberately no column for the message text (spec 1.6, 2.4).
 CREATE TABLE sms_records (
@@ -136,6 +144,7 @@ CREATE TABLE sms_records (
   delivered_at          timestamptz
 );
 CREATE INDEX sms_records_session_sent ON sms_records (session_id, sent_at DESC, id DESC);
+CREATE INDEX sms_records_sent ON sms_records (sent_at);                 -- retention purge (spec 8.7)
 
 CREATE TABLE billing_periods (
   id            uuid PRIMARY KEY,
@@ -147,11 +156,13 @@ CREATE TABLE billing_periods (
   closed_at     timestamptz,
   UNIQUE (tenant_id, period_start)
 );
+-- DECISIONS 7: one ACTIVE period per tenant.
+CREATE UNIQUE INDEX billing_periods_one_active ON billing_periods (tenant_id) WHERE status = 'ACTIVE';
 
 CREATE TABLE pricing (
   id                 uuid PRIMARY KEY,
-  tier               text NOT NULL,
-  metric             text NOT NULL,
+  tier               text NOT NULL CHECK (tier IN ('STARTER','GROWTH','ENTERPRISE')),
+  metric             text NOT NULL CHECK (metric IN ('session_created','call_minute','sms_sent','sms_received','recording_minute','number_rental')),
   unit_price         numeric(12,6) NOT NULL,
   included_quantity  numeric(14,3) NOT NULL,
   overage_price      numeric(12,6) NOT NULL,
@@ -257,3 +268,4 @@ CREATE TABLE idempotency_keys (
   created_at    timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (tenant_id, key)
 );
+CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);  -- 24 h expiry (DECISIONS 4)

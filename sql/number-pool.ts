@@ -1,0 +1,93 @@
+// The proxy number pool in Postgres: seeding from NUMBER_POOL (DECISIONS 1) and loading it for the
+// engine's allocator.
+import { sql } from 'slonik'
+import { guard } from './errors.js'
+import type { Db } from './transaction.js'
+
+/** DECISIONS 1: 100 fictional US numbers. */
+export const DEFAULT_NUMBER_POOL = 'US:+12025550100-+12025550199'
+
+/** A range larger than this is a typo, not a pool. */
+const MAX_RANGE = 100_000
+
+const E164 = /^\+[1-9]\d{6,14}$/
+const REGION = /^[A-Z][A-Z0-9_-]{0,15}$/
+
+export interface PoolNumber {
+  region: string
+  number: string
+}
+
+/**
+ * Parses `REGION:+E164-+E164;REGION:+E164;…` (ranges are inclusive and keep the digit count).
+ * Pure; throws an Error naming the bad entry. Duplicates are dropped, first region wins.
+ */
+export function parseNumberPool(spec: string): PoolNumber[] {
+  const out: PoolNumber[] = []
+  const seen = new Set<string>()
+  const entries = spec.split(';').map(s => s.trim()).filter(Boolean)
+  if (entries.length === 0) throw new Error('NUMBER_POOL is empty')
+  for (const entry of entries) {
+    const colon = entry.indexOf(':')
+    if (colon < 1) throw new Error(`NUMBER_POOL entry "${entry}" needs REGION:number`)
+    const region = entry.slice(0, colon).trim().toUpperCase()
+    if (!REGION.test(region)) throw new Error(`NUMBER_POOL entry "${entry}": bad region`)
+    const body = entry.slice(colon + 1).replace(/\s+/g, '')
+    const dash = body.indexOf('-', 1)
+    const first = dash === -1 ? body : body.slice(0, dash)
+    const last = dash === -1 ? body : body.slice(dash + 1)
+    if (!E164.test(first) || !E164.test(last)) throw new Error(`NUMBER_POOL entry "${entry}": numbers must be E.164`)
+    if (first.length !== last.length) throw new Error(`NUMBER_POOL entry "${entry}": range ends differ in length`)
+    const from = BigInt(first.slice(1))
+    const to = BigInt(last.slice(1))
+    if (to < from) throw new Error(`NUMBER_POOL entry "${entry}": range is reversed`)
+    if (to - from >= BigInt(MAX_RANGE)) throw new Error(`NUMBER_POOL entry "${entry}": range over ${MAX_RANGE} numbers`)
+    for (let n = from; n <= to; n++) {
+      const number = `+${n.toString().padStart(first.length - 1, '0')}`
+      if (seen.has(number)) continue
+      seen.add(number)
+      out.push({ region, number })
+    }
+  }
+  return out
+}
+
+/** Adds the pool's numbers; numbers already present are kept as they are. Returns how many were new. */
+export async function seedNumbers(db: Db, spec: string = DEFAULT_NUMBER_POOL, provider = 'telnyx'): Promise<number> {
+  const numbers = parseNumberPool(spec)
+  return guard(async () => {
+    let added = 0
+    for (let i = 0; i < numbers.length; i += 5_000) {
+      const chunk = numbers.slice(i, i + 5_000)
+      const rows = await db.anyFirst(sql.unsafe`
+        INSERT INTO proxy_numbers (number, region, provider)
+        SELECT n, r, ${provider} FROM unnest(${sql.array(chunk.map(c => c.number), 'text')}, ${sql.array(chunk.map(c => c.region), 'text')}) AS u(n, r)
+        ON CONFLICT (number) DO NOTHING
+        RETURNING number`)
+      added += rows.length
+    }
+    return added
+  })
+}
+
+export interface NumberRow {
+  number: string
+  region: string
+  provider: string
+  tenantId: string | null
+  lastTenantId: string | null
+  /** Epoch ms of the last release (cooldown start); null while held or never used. */
+  releasedAt: number | null
+}
+
+export async function loadNumbers(db: Db): Promise<NumberRow[]> {
+  return guard(async () => {
+    const rows = (await db.any(sql.unsafe`
+      SELECT number, region, provider, tenant_id, last_tenant_id, released_at FROM proxy_numbers ORDER BY number`)) as readonly {
+      number: string; region: string; provider: string; tenant_id: string | null; last_tenant_id: string | null; released_at: number | null
+    }[]
+    return rows.map(r => ({
+      number: r.number, region: r.region, provider: r.provider, tenantId: r.tenant_id, lastTenantId: r.last_tenant_id, releasedAt: r.released_at,
+    }))
+  })
+}

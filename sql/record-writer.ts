@@ -1,0 +1,258 @@
+// Call and SMS records are written behind the routing answer (the provider waits for TeXML, not
+// for our disk): operations are queued and applied by group commit, one transaction per flush,
+// every `flushMs` (10 ms) or `maxBatch` (200) operations, whichever comes first. Inserts are
+// idempotent upserts keyed by the provider's ids (a replayed callback changes nothing twice);
+// updates carry a status guard so a status never moves backwards.
+//
+// The returned promises never reject (callers may fire and forget without an unhandled
+// rejection): a failed flush is retried once operation by operation, and what still fails is
+// reported to `onError` by code and resolves as null/false.
+import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type SerializableValue } from 'slonik'
+import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
+import { isUuid } from './cursor.js'
+import { errorCode, toStoreError } from './errors.js'
+import { iso, isoOrNull, transact, tsOrNull } from './transaction.js'
+
+export interface CallInsert {
+  id: string
+  sessionId: string
+  tenantId: string
+  providerCallId: string
+  status: CallStatus
+  direction: CallDirection
+  initiatedAt: number
+  /** The party B hash in force when the call was routed (spec 2.2). */
+  partyBHash: string
+  durationSeconds?: number
+  answeredAt?: number | null
+  endedAt?: number | null
+  recordingConsentPlayed?: boolean
+}
+
+export interface CallPatch {
+  status?: CallStatus
+  durationSeconds?: number
+  answeredAt?: number | null
+  endedAt?: number | null
+  recordingUrl?: string | null
+  recordingDurationSeconds?: number | null
+  recordingConsentPlayed?: boolean
+}
+
+export type CallKey = { callId: string } | { providerCallId: string }
+
+export interface SmsInsert {
+  id: string
+  sessionId: string
+  tenantId: string
+  /** The inbound message id: the idempotency key. */
+  providerMessageId: string
+  /** The id of the forwarded message at the provider, when known. */
+  forwardMessageId?: string | null
+  direction: CallDirection
+  status: SmsStatus
+  sentAt: number
+  deliveredAt?: number | null
+}
+
+export interface RecordWriter {
+  /** Resolves with the id stored for this provider call id (an earlier one on replay), null on failure. */
+  upsertCall(row: CallInsert): Promise<string | null>
+  /** Resolves true when a row matched (and, with `fromStatuses`, was in one of those statuses). */
+  updateCall(key: CallKey, patch: CallPatch, fromStatuses?: readonly CallStatus[]): Promise<boolean>
+  /** callCount + 1 and lastCallAt (spec 2.2) on the session. */
+  incrementCallCount(sessionId: string, at: number): Promise<boolean>
+  upsertSms(row: SmsInsert): Promise<string | null>
+  /** QUEUED < SENT < DELIVERED | FAILED: a status only moves forward. */
+  updateSmsStatusByForwardId(forwardMessageId: string, status: SmsStatus, deliveredAt?: number | null): Promise<boolean>
+  /** Applies everything queued so far. */
+  flush(): Promise<void>
+  /** Flushes and refuses further operations. */
+  close(): Promise<void>
+}
+
+type Op =
+  | { kind: 'call'; row: CallInsert; done: (id: string | null) => void }
+  | { kind: 'call-update'; key: CallKey; patch: CallPatch; from: readonly CallStatus[] | undefined; done: (ok: boolean) => void }
+  | { kind: 'call-count'; sessionId: string; at: number; done: (ok: boolean) => void }
+  | { kind: 'sms'; row: SmsInsert; done: (id: string | null) => void }
+  | { kind: 'sms-status'; forwardId: string; status: SmsStatus; deliveredAt: number | null; done: (ok: boolean) => void }
+
+type Result = string | boolean | null
+
+const SMS_RANK: Readonly<Record<SmsStatus, number>> = { QUEUED: 0, SENT: 1, DELIVERED: 2, FAILED: 2 }
+
+const failedResult = (op: Op): Result => (op.kind === 'call' || op.kind === 'sms' ? null : false)
+
+export function createRecordWriter(pool: DatabasePool, opts: { flushMs?: number; maxBatch?: number; onError?: (code: string) => void } = {}): RecordWriter {
+  const flushMs = opts.flushMs ?? 10
+  const maxBatch = opts.maxBatch ?? 200
+  const onError = opts.onError ?? (() => {})
+  let pending: Op[] = []
+  let timer: NodeJS.Timeout | null = null
+  let running: Promise<void> = Promise.resolve()
+  let closed = false
+
+  function enqueue<T extends Result>(make: (done: (v: T) => void) => Op, failed: T): Promise<T> {
+    if (closed) {
+      onError('writer-closed')
+      return Promise.resolve(failed)
+    }
+    return new Promise<T>(resolve => {
+      pending.push(make(resolve))
+      if (pending.length >= maxBatch) void flush()
+      else timer ??= setTimeout(() => void flush(), flushMs)
+    })
+  }
+
+  function flush(): Promise<void> {
+    if (timer) clearTimeout(timer)
+    timer = null
+    const ops = pending
+    pending = []
+    if (ops.length > 0) running = running.then(() => apply(ops))
+    return running
+  }
+
+  async function apply(ops: Op[]): Promise<void> {
+    const results = new Map<Op, Result>()
+    try {
+      for (const [op, r] of await transact(pool, tx => applyOps(tx, ops))) results.set(op, r)
+    } catch (err) {
+      const e = toStoreError(err)
+      onError(e.code)
+      // The retry. A lost connection: the batch once more. A refused row (unknown session, bad
+      // value): one operation at a time, so it does not sink the others.
+      const units = e.slug === 'unavailable' || e.slug === 'retryable' ? [ops] : ops.map(op => [op])
+      for (const unit of units) {
+        try {
+          for (const [op, r] of await transact(pool, tx => applyOps(tx, unit))) results.set(op, r)
+        } catch (again) {
+          onError(errorCode(again))
+        }
+      }
+    }
+    for (const op of ops) (op.done as (v: Result) => void)(results.has(op) ? results.get(op)! : failedResult(op))
+  }
+
+  return {
+    upsertCall: row => enqueue<string | null>(done => ({ kind: 'call', row, done }), null),
+    updateCall: (key, patch, fromStatuses) => enqueue<boolean>(done => ({ kind: 'call-update', key, patch, from: fromStatuses, done }), false),
+    incrementCallCount: (sessionId, at) => enqueue<boolean>(done => ({ kind: 'call-count', sessionId, at, done }), false),
+    upsertSms: row => enqueue<string | null>(done => ({ kind: 'sms', row, done }), null),
+    updateSmsStatusByForwardId: (forwardId, status, deliveredAt = null) =>
+      enqueue<boolean>(done => ({ kind: 'sms-status', forwardId, status, deliveredAt, done }), false),
+    flush,
+    async close() {
+      closed = true
+      await flush()
+    },
+  }
+}
+
+const json = (v: unknown) => sql.jsonb(v as SerializableValue)
+
+/** Applies a batch in order of kind: inserts first, so updates queued after them find the rows. */
+async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Map<Op, Result>> {
+  const results = new Map<Op, Result>()
+  const of = <K extends Op['kind']>(kind: K) => ops.filter((o): o is Extract<Op, { kind: K }> => o.kind === kind)
+
+  const calls = of('call')
+  if (calls.length > 0) {
+    const rows = calls.map(({ row: r }) => ({
+      id: r.id, session_id: r.sessionId, tenant_id: r.tenantId, provider_call_id: r.providerCallId, status: r.status,
+      direction: r.direction, duration_seconds: r.durationSeconds ?? 0, initiated_at: iso(r.initiatedAt),
+      answered_at: isoOrNull(r.answeredAt ?? null), ended_at: isoOrNull(r.endedAt ?? null),
+      recording_consent_played: r.recordingConsentPlayed ?? false, party_b_hash: r.partyBHash,
+    }))
+    const ids = await storedIds(tx, 'call_records', 'provider_call_id', calls.map(c => c.row.providerCallId), sql.fragment`
+      INSERT INTO call_records (id, session_id, tenant_id, provider_call_id, status, direction, duration_seconds,
+                                initiated_at, answered_at, ended_at, recording_consent_played, party_b_hash)
+      SELECT * FROM jsonb_to_recordset(${json(rows)}) AS r(
+        id uuid, session_id uuid, tenant_id uuid, provider_call_id text, status text, direction text, duration_seconds int,
+        initiated_at timestamptz, answered_at timestamptz, ended_at timestamptz, recording_consent_played boolean, party_b_hash text)
+      ON CONFLICT (provider_call_id) DO NOTHING
+      RETURNING provider_call_id AS key, id`)
+    for (const c of calls) results.set(c, ids.get(c.row.providerCallId) ?? null)
+  }
+
+  const smss = of('sms')
+  if (smss.length > 0) {
+    const rows = smss.map(({ row: r }) => ({
+      id: r.id, session_id: r.sessionId, tenant_id: r.tenantId, provider_message_id: r.providerMessageId,
+      forward_message_id: r.forwardMessageId ?? null, direction: r.direction, status: r.status, sent_at: iso(r.sentAt),
+      delivered_at: isoOrNull(r.deliveredAt ?? null),
+    }))
+    const ids = await storedIds(tx, 'sms_records', 'provider_message_id', smss.map(s => s.row.providerMessageId), sql.fragment`
+      INSERT INTO sms_records (id, session_id, tenant_id, provider_message_id, forward_message_id, direction, status, sent_at, delivered_at)
+      SELECT * FROM jsonb_to_recordset(${json(rows)}) AS r(
+        id uuid, session_id uuid, tenant_id uuid, provider_message_id text, forward_message_id text, direction text, status text,
+        sent_at timestamptz, delivered_at timestamptz)
+      ON CONFLICT DO NOTHING
+      RETURNING provider_message_id AS key, id`)
+    for (const s of smss) results.set(s, ids.get(s.row.providerMessageId) ?? null)
+  }
+
+  for (const op of ops) {
+    if (op.kind === 'call-update') results.set(op, await updateCallRow(tx, op.key, op.patch, op.from))
+    else if (op.kind === 'sms-status') {
+      const hit = await tx.maybeOneFirst(sql.unsafe`
+        UPDATE sms_records SET status = ${op.status}, delivered_at = COALESCE(${tsOrNull(op.deliveredAt)}, delivered_at)
+        WHERE forward_message_id = ${op.forwardId}
+          AND (CASE status WHEN 'QUEUED' THEN 0 WHEN 'SENT' THEN 1 ELSE 2 END) < ${SMS_RANK[op.status]}
+        RETURNING 1`)
+      results.set(op, hit !== null)
+    }
+  }
+
+  const counts = of('call-count')
+  if (counts.length > 0) {
+    const agg = new Map<string, { session_id: string; n: number; at: string }>()
+    for (const c of counts) {
+      const a = agg.get(c.sessionId)
+      if (a) {
+        a.n++
+        if (iso(c.at) > a.at) a.at = iso(c.at)
+      } else agg.set(c.sessionId, { session_id: c.sessionId, n: 1, at: iso(c.at) })
+    }
+    const hit = new Set(await tx.anyFirst(sql.unsafe`
+      UPDATE sessions s SET call_count = s.call_count + c.n, last_call_at = GREATEST(s.last_call_at, c.at)
+      FROM jsonb_to_recordset(${json([...agg.values()])}) AS c(session_id uuid, n int, at timestamptz)
+      WHERE s.id = c.session_id
+      RETURNING s.id`) as readonly string[])
+    for (const c of counts) results.set(c, hit.has(c.sessionId))
+  }
+  return results
+}
+
+/** Runs an upsert returning (key, id) for new rows, then reads the ids of the keys that existed. */
+async function storedIds(tx: CommonQueryMethods, table: 'call_records' | 'sms_records', keyColumn: 'provider_call_id' | 'provider_message_id', keys: string[], upsert: FragmentSqlToken): Promise<Map<string, string>> {
+  const ids = new Map<string, string>()
+  for (const r of (await tx.any(sql.unsafe`${upsert}`)) as readonly { key: string; id: string }[]) ids.set(r.key, r.id)
+  const missing = keys.filter(k => !ids.has(k))
+  if (missing.length > 0) {
+    const rows = (await tx.any(sql.unsafe`
+      SELECT ${sql.identifier([keyColumn])} AS key, id FROM ${sql.identifier([table])}
+      WHERE ${sql.identifier([keyColumn])} = ANY(${sql.array(missing, 'text')})`)) as readonly { key: string; id: string }[]
+    for (const r of rows) ids.set(r.key, r.id)
+  }
+  return ids
+}
+
+async function updateCallRow(tx: CommonQueryMethods, key: CallKey, patch: CallPatch, from: readonly CallStatus[] | undefined): Promise<boolean> {
+  const sets: FragmentSqlToken[] = []
+  if (patch.status !== undefined) sets.push(sql.fragment`status = ${patch.status}`)
+  if (patch.durationSeconds !== undefined) sets.push(sql.fragment`duration_seconds = ${patch.durationSeconds}`)
+  if (patch.answeredAt !== undefined) sets.push(sql.fragment`answered_at = ${tsOrNull(patch.answeredAt)}`)
+  if (patch.endedAt !== undefined) sets.push(sql.fragment`ended_at = ${tsOrNull(patch.endedAt)}`)
+  if (patch.recordingUrl !== undefined) sets.push(sql.fragment`recording_url = ${patch.recordingUrl}`)
+  if (patch.recordingDurationSeconds !== undefined) sets.push(sql.fragment`recording_duration_seconds = ${patch.recordingDurationSeconds}`)
+  if (patch.recordingConsentPlayed !== undefined) sets.push(sql.fragment`recording_consent_played = ${patch.recordingConsentPlayed}`)
+  if (sets.length === 0 || ('callId' in key && !isUuid(key.callId))) return false
+  const where = 'callId' in key ? sql.fragment`id = ${key.callId}` : sql.fragment`provider_call_id = ${key.providerCallId}`
+  const hit = await tx.maybeOneFirst(sql.unsafe`
+    UPDATE call_records SET ${sql.join(sets, sql.fragment`, `)}
+    WHERE ${where} ${from ? sql.fragment`AND status = ANY(${sql.array([...from], 'text')})` : sql.fragment``}
+    RETURNING 1`)
+  return hit !== null
+}

@@ -1,0 +1,354 @@
+// The session store behind the session runner (gateway/session-runner.ts). Postgres is the source
+// of truth and the arbiter between nodes: the concurrent-session quota (spec 8.2), the one-tenant
+// hold on a proxy (DECISIONS 4) and the participant-overlap rule (spec 3.1, the primary key of
+// session_participants) are decided here, in the transaction that also writes the outbox events
+// and the usage, so an event or a bill exists exactly when its change committed.
+//
+// Times in SessionRecord are epoch ms; views (what the API returns) carry ISO 8601 strings.
+import { sql, type CommonQueryMethods, type FragmentSqlToken, type SerializableValue } from 'slonik'
+import type { EventEnvelope } from '../api/event-envelope.js'
+import { uuidv7 } from '../api/ids.js'
+import { LIVE_STATES, type SessionRecord, type SessionState } from '../engine/types.js'
+import { numberRentalKey, recordUsage } from './billing.js'
+import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
+import { guard } from './errors.js'
+import { insertOutbox } from './outbox.js'
+import { iso, isoOrNull, rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
+
+export { bulkInsertSessions, type BulkSessionRow } from './bulk-sessions.js'
+export { getSessionRecord, loadLiveSessions, loadTenantsRouting, type SessionCipher } from './session-load.js'
+export { DEFAULT_NUMBER_POOL, loadNumbers, parseNumberPool, seedNumbers, type NumberRow, type PoolNumber } from './number-pool.js'
+
+const LIVE = sql.fragment`('PENDING','ACTIVE','GRACE_PERIOD')`
+const isLive = (s: SessionState) => LIVE_STATES.includes(s)
+
+/** Idempotency keys are kept 24 h per tenant (DECISIONS 4). */
+const IDEMPOTENCY_TTL = sql.fragment`interval '24 hours'`
+
+export interface IdempotentReplay {
+  requestHash: string
+  status: number
+  response: unknown
+}
+
+export type CreateSessionResult = 'ok' | 'tier-session-limit' | 'proxy-conflict' | { idempotentReplay: IdempotentReplay }
+
+export interface CreateSessionArgs {
+  rec: SessionRecord
+  metadata: Record<string, unknown>
+  agentHash: string
+  customerHash: string
+  agentEnc: Buffer
+  customerEnc: Buffer
+  /** The tenant's concurrent-session ceiling (spec 8). */
+  quota: number
+  events: EventEnvelope[]
+  /** The session_created unit price in force, when the caller knows it (looked up otherwise). */
+  billing?: { unitPrice: string | null }
+  idempotency?: { key: string; requestHash: string; status: number; response: unknown }
+}
+
+/**
+ * POST /v1/sessions in one transaction: idempotency key, quota, proxy hold, session row, both
+ * participants, outbox events, usage (session_created, and the day's number_rental of the proxy).
+ * 'tier-session-limit' and 'proxy-conflict' leave nothing behind.
+ */
+export async function createSession(db: Db, a: CreateSessionArgs): Promise<CreateSessionResult> {
+  const { rec } = a
+  return transact<CreateSessionResult>(db, async tx => {
+    if (a.idempotency) {
+      const k = a.idempotency
+      // A key older than 24 h is free again: the conflicting row is overwritten.
+      const claimed = await tx.maybeOneFirst(sql.unsafe`
+        INSERT INTO idempotency_keys (tenant_id, key, request_hash, status_code, response, created_at)
+        VALUES (${rec.tenantId}, ${k.key}, ${k.requestHash}, ${k.status}, ${sql.jsonb(k.response as SerializableValue)}, now())
+        ON CONFLICT (tenant_id, key) DO UPDATE
+          SET request_hash = EXCLUDED.request_hash, status_code = EXCLUDED.status_code,
+              response = EXCLUDED.response, created_at = EXCLUDED.created_at
+          WHERE idempotency_keys.created_at < now() - ${IDEMPOTENCY_TTL}
+        RETURNING 1`)
+      if (claimed === null) {
+        const prev = await readIdempotent(tx, rec.tenantId, k.key, false)
+        if (prev) return rollback({ idempotentReplay: prev })
+      }
+    }
+    // Quota (spec 8.2, across nodes) and proxy hold in one statement: the proxy is only touched
+    // when the quota admitted the session.
+    const hold = (await tx.one(sql.unsafe`
+      WITH q AS (
+        UPDATE tenants SET live_sessions = live_sessions + 1
+        WHERE id = ${rec.tenantId} AND live_sessions < ${a.quota}
+        RETURNING id),
+      p AS (
+        UPDATE proxy_numbers
+        SET tenant_id = ${rec.tenantId}, last_tenant_id = ${rec.tenantId}, live_sessions = live_sessions + 1, released_at = NULL
+        WHERE number = ${rec.proxyNumber} AND (tenant_id IS NULL OR tenant_id = ${rec.tenantId}) AND EXISTS (SELECT 1 FROM q)
+        RETURNING number)
+      SELECT EXISTS (SELECT 1 FROM q) AS quota_ok, EXISTS (SELECT 1 FROM p) AS proxy_ok`)) as { quota_ok: boolean; proxy_ok: boolean }
+    if (!hold.quota_ok) return rollback('tier-session-limit')
+    if (!hold.proxy_ok) return rollback('proxy-conflict')
+
+    const participants = await tx.anyFirst(sql.unsafe`
+      WITH s AS (
+        INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes,
+                              max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
+                              agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version)
+        VALUES (${rec.id}, ${rec.tenantId}, ${rec.proxyNumber}, ${rec.state}, ${rec.directionMode},
+                ${sql.jsonb(a.metadata as SerializableValue)}, ${rec.gracePeriodMinutes}, ${rec.maxDurationMinutes},
+                ${rec.recordingEnabled}, ${rec.consentPrompt}, ${sql.binary(a.agentEnc)}, ${sql.binary(a.customerEnc)},
+                ${a.agentHash}, ${a.customerHash}, ${ts(rec.expiresAt)}, ${ts(rec.createdAt)}, ${ts(rec.activatedAt)},
+                ${tsOrNull(rec.endedAt)}, ${tsOrNull(rec.expiredAt)}, ${rec.version})
+        RETURNING id, proxy_number)
+      INSERT INTO session_participants (proxy_number, party_hash, session_id)
+      SELECT s.proxy_number, h.hash, s.id FROM s CROSS JOIN unnest(${sql.array([a.agentHash, a.customerHash], 'text')}) AS h(hash)
+      ON CONFLICT DO NOTHING
+      RETURNING party_hash`)
+    // spec 3.1: a party of this session already takes part in a live session on this proxy.
+    if (participants.length !== 2) return rollback('proxy-conflict')
+
+    await insertOutbox(tx, a.events, rec.id)
+    await recordUsage(tx, [
+      {
+        tenantId: rec.tenantId, metric: 'session_created', quantity: 1, at: rec.createdAt, sessionId: rec.id,
+        ...(a.billing ? { unitPrice: a.billing.unitPrice } : {}),
+      },
+      {
+        tenantId: rec.tenantId, metric: 'number_rental', quantity: 1, at: rec.createdAt,
+        dedupeKey: numberRentalKey(rec.tenantId, rec.proxyNumber, rec.createdAt), metadata: { proxyNumber: rec.proxyNumber },
+      },
+    ])
+    return 'ok'
+  })
+}
+
+async function readIdempotent(db: CommonQueryMethods, tenantId: string, key: string, freshOnly: boolean): Promise<IdempotentReplay | null> {
+  const row = (await db.maybeOne(sql.unsafe`
+    SELECT request_hash, status_code, response FROM idempotency_keys
+    WHERE tenant_id = ${tenantId} AND key = ${key}
+      ${freshOnly ? sql.fragment`AND created_at >= now() - ${IDEMPOTENCY_TTL}` : sql.fragment``}`)) as
+    { request_hash: string; status_code: number; response: unknown } | null
+  return row && { requestHash: row.request_hash, status: row.status_code, response: row.response }
+}
+
+/** The stored answer of an Idempotency-Key used in the last 24 h, if any. */
+export async function findIdempotent(db: Db, tenantId: string, key: string): Promise<IdempotentReplay | null> {
+  return guard(() => readIdempotent(db, tenantId, key, true))
+}
+
+export interface SwapArgs {
+  oldCustomerHash: string
+  newCustomerHash: string
+  newCustomerEnc: Buffer
+}
+
+export interface UpdateSessionArgs {
+  prev: SessionRecord
+  /** The new state; its `version` is stored (normally prev.version + 1). */
+  next: SessionRecord
+  /** Shallow merge into metadata (spec 4.2 PATCH). */
+  metadataPatch?: Record<string, unknown>
+  swap?: SwapArgs
+  audit?: { action: string; data: object }
+  events: EventEnvelope[]
+}
+
+/**
+ * Writes a transition computed by the engine, if nobody changed the session since `prev`
+ * (optimistic concurrency on version): 'stale' means reload and plan again. A swap replaces the
+ * customer's participant row ('proxy-conflict' when the new customer is taken on this proxy).
+ * Leaving the live states releases the session's participants, quota and proxy.
+ */
+export async function updateSession(db: Db, a: UpdateSessionArgs): Promise<'ok' | 'stale' | 'proxy-conflict'> {
+  const { prev, next, swap } = a
+  return transact<'ok' | 'stale' | 'proxy-conflict'>(db, async tx => {
+    const row = (await tx.maybeOne(sql.unsafe`
+      UPDATE sessions SET
+        state = ${next.state}, direction_mode = ${next.directionMode},
+        grace_period_minutes = ${next.gracePeriodMinutes}, max_duration_minutes = ${next.maxDurationMinutes},
+        recording_enabled = ${next.recordingEnabled}, consent_prompt = ${next.consentPrompt},
+        expires_at = ${ts(next.expiresAt)}, activated_at = ${ts(next.activatedAt)},
+        ended_at = ${tsOrNull(next.endedAt)}, expired_at = ${tsOrNull(next.expiredAt)},
+        metadata = ${a.metadataPatch ? sql.fragment`metadata || ${sql.jsonb(a.metadataPatch as SerializableValue)}` : sql.fragment`metadata`},
+        customer_hash = ${swap ? swap.newCustomerHash : sql.fragment`customer_hash`},
+        customer_phone_enc = ${swap ? sql.binary(swap.newCustomerEnc) : sql.fragment`customer_phone_enc`},
+        version = ${next.version}
+      WHERE id = ${prev.id} AND version = ${prev.version}
+      RETURNING tenant_id, proxy_number`)) as { tenant_id: string; proxy_number: string } | null
+    if (!row) return rollback('stale')
+    if (swap && isLive(prev.state)) {
+      await tx.query(sql.unsafe`
+        DELETE FROM session_participants
+        WHERE proxy_number = ${row.proxy_number} AND party_hash = ${swap.oldCustomerHash} AND session_id = ${prev.id}`)
+      const taken = await tx.maybeOneFirst(sql.unsafe`
+        INSERT INTO session_participants (proxy_number, party_hash, session_id)
+        VALUES (${row.proxy_number}, ${swap.newCustomerHash}, ${prev.id})
+        ON CONFLICT DO NOTHING RETURNING 1`)
+      if (taken === null) return rollback('proxy-conflict')
+    }
+    if (a.audit) {
+      await tx.query(sql.unsafe`
+        INSERT INTO audit_log (id, tenant_id, action, target_id, data, created_at)
+        VALUES (${uuidv7()}, ${row.tenant_id}, ${a.audit.action}, ${prev.id}, ${sql.jsonb(a.audit.data as SerializableValue)}, now())`)
+    }
+    await insertOutbox(tx, a.events, prev.id)
+    if (isLive(prev.state) && !isLive(next.state)) {
+      await releaseSessions(tx, sql.fragment`gone AS (SELECT id, tenant_id, proxy_number FROM sessions WHERE id = ${prev.id})`)
+    }
+    return 'ok'
+  })
+}
+
+/**
+ * The bookkeeping of sessions that just left the live states. `goneCtes` defines a CTE `gone`
+ * producing (id, tenant_id, proxy_number): their participant rows go (the parties are unwired),
+ * the tenants' and proxies' live counters drop, and a proxy whose count reaches 0 is released (no
+ * tenant, cooldown starts). Counters never go below 0, so a drift cannot block expiry.
+ */
+function releaseSessions(tx: CommonQueryMethods, goneCtes: FragmentSqlToken) {
+  return tx.any(sql.unsafe`
+    WITH ${goneCtes},
+    del AS (DELETE FROM session_participants sp USING gone WHERE sp.session_id = gone.id RETURNING 1),
+    t AS (
+      UPDATE tenants SET live_sessions = GREATEST(tenants.live_sessions - c.n, 0)
+      FROM (SELECT tenant_id, count(*)::int AS n FROM gone GROUP BY tenant_id) c
+      WHERE tenants.id = c.tenant_id RETURNING 1),
+    p AS (
+      UPDATE proxy_numbers pn SET
+        live_sessions = GREATEST(pn.live_sessions - c.n, 0),
+        tenant_id = CASE WHEN pn.live_sessions - c.n <= 0 THEN NULL ELSE pn.tenant_id END,
+        released_at = CASE WHEN pn.live_sessions - c.n <= 0 THEN now() ELSE pn.released_at END
+      FROM (SELECT proxy_number, count(*)::int AS n FROM gone GROUP BY proxy_number) c
+      WHERE pn.number = c.proxy_number RETURNING 1)
+    SELECT id FROM gone`)
+}
+
+const EXPIRE_BATCH = 500
+
+/**
+ * Expires sessions (spec 3.1: grace period elapsed, or hard timeout). Only rows still live are
+ * changed, under row locks taken in id order, and only for those the bookkeeping is done and
+ * `envelopesFor` is asked for events: session.expired is written exactly once however many nodes
+ * (or a reboot) try. Returns the ids this call expired. One transaction per 500 sessions.
+ */
+export async function expireSessions(db: Db, recs: readonly SessionRecord[], envelopesFor: (rec: SessionRecord) => EventEnvelope[]): Promise<string[]> {
+  const expired: string[] = []
+  for (let i = 0; i < recs.length; i += EXPIRE_BATCH) {
+    const batch = recs.slice(i, i + EXPIRE_BATCH)
+    const byId = new Map(batch.map(r => [r.id as string, r]))
+    const rows = batch.map(r => ({ id: r.id, expired_at: r.expiredAt === null ? null : iso(r.expiredAt) }))
+    const ids = await transact(db, async tx => {
+      const done = (await releaseSessions(tx, sql.fragment`
+        cand AS (
+          SELECT id FROM sessions
+          WHERE id = ANY(${sql.array(batch.map(r => r.id), 'uuid')}) AND state IN ${LIVE}
+          ORDER BY id FOR NO KEY UPDATE),
+        gone AS (
+          UPDATE sessions s SET state = 'EXPIRED', expired_at = COALESCE(v.expired_at, now()), version = s.version + 1
+          FROM cand JOIN jsonb_to_recordset(${sql.jsonb(rows as unknown as SerializableValue)}) AS v(id uuid, expired_at timestamptz)
+            ON v.id = cand.id
+          WHERE s.id = cand.id
+          RETURNING s.id, s.tenant_id, s.proxy_number)`)) as readonly { id: string }[]
+      const envelopes = done.flatMap(d => envelopesFor(byId.get(d.id)!))
+      await insertOutbox(tx, envelopes)
+      return done.map(d => d.id)
+    })
+    expired.push(...ids)
+  }
+  return expired
+}
+
+/** Spec 2.2, as the API returns it: no phone numbers, ISO 8601 times. */
+export interface SessionView {
+  id: string
+  tenantId: string
+  proxyNumber: string
+  state: SessionState
+  directionMode: SessionRecord['directionMode']
+  metadata: Record<string, unknown>
+  gracePeriodMinutes: number
+  maxDurationMinutes: number
+  recordingEnabled: boolean
+  consentPrompt: SessionRecord['consentPrompt']
+  expiresAt: string
+  createdAt: string
+  activatedAt: string
+  endedAt: string | null
+  expiredAt: string | null
+  callCount: number
+  lastCallAt: string | null
+}
+
+const VIEW_COLUMNS = sql.fragment`
+  id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes, max_duration_minutes,
+  recording_enabled, consent_prompt, expires_at, created_at, activated_at, ended_at, expired_at, call_count, last_call_at`
+
+interface ViewRow {
+  id: string; tenant_id: string; proxy_number: string; state: SessionState; direction_mode: SessionView['directionMode']
+  metadata: Record<string, unknown>; grace_period_minutes: number; max_duration_minutes: number; recording_enabled: boolean
+  consent_prompt: SessionView['consentPrompt']; expires_at: number; created_at: number; activated_at: number
+  ended_at: number | null; expired_at: number | null; call_count: number; last_call_at: number | null
+}
+
+function toView(r: ViewRow): SessionView {
+  return {
+    id: r.id,
+    tenantId: r.tenant_id,
+    proxyNumber: r.proxy_number,
+    state: r.state,
+    directionMode: r.direction_mode,
+    metadata: r.metadata,
+    gracePeriodMinutes: r.grace_period_minutes,
+    maxDurationMinutes: r.max_duration_minutes,
+    recordingEnabled: r.recording_enabled,
+    consentPrompt: r.consent_prompt,
+    expiresAt: iso(r.expires_at),
+    createdAt: iso(r.created_at),
+    activatedAt: iso(r.activated_at),
+    endedAt: isoOrNull(r.ended_at),
+    expiredAt: isoOrNull(r.expired_at),
+    callCount: r.call_count,
+    lastCallAt: isoOrNull(r.last_call_at),
+  }
+}
+
+export async function getSession(db: Db, tenantId: string, id: string): Promise<SessionView | null> {
+  if (!isUuid(id) || !isUuid(tenantId)) return null
+  return guard(async () => {
+    const row = (await db.maybeOne(sql.unsafe`SELECT ${VIEW_COLUMNS} FROM sessions WHERE id = ${id} AND tenant_id = ${tenantId}`)) as ViewRow | null
+    return row && toView(row)
+  })
+}
+
+/**
+ * GET /v1/sessions: newest first. `after` is the opaque cursor this returned (`<createdAt>_<id>`),
+ * or a bare ISO timestamp (sessions created strictly before it).
+ */
+export async function listSessions(db: Db, q: { tenantId: string; state?: SessionState | string | undefined; limit: number; after?: string | undefined }): Promise<'bad-cursor' | { data: SessionView[]; after: string | null }> {
+  const cursor = q.after === undefined ? null : decodeTimeCursor(q.after)
+  if (q.after !== undefined && !cursor) return 'bad-cursor'
+  return guard(async () => {
+    const rows = (await db.any(sql.unsafe`
+      SELECT ${VIEW_COLUMNS} FROM sessions
+      WHERE tenant_id = ${q.tenantId}
+        ${q.state ? sql.fragment`AND state = ${q.state}` : sql.fragment``}
+        ${cursor ? (cursor.id ? sql.fragment`AND (created_at, id) < (${ts(cursor.ms)}, ${cursor.id}::uuid)` : sql.fragment`AND created_at < ${ts(cursor.ms)}`) : sql.fragment``}
+      ORDER BY created_at DESC, id DESC
+      LIMIT ${q.limit + 1}`)) as readonly ViewRow[]
+    const page = rows.slice(0, q.limit)
+    const last = page[page.length - 1]
+    return { data: page.map(toView), after: rows.length > q.limit && last ? encodeTimeCursor(last.created_at, last.id) : null }
+  })
+}
+
+/** GET /v1/sessions/verify: the newest ACTIVE or GRACE_PERIOD session the party takes part in. */
+export async function findLiveByPartyHash(db: Db, tenantId: string, hash: string): Promise<{ id: string; proxyNumber: string; metadata: Record<string, unknown> } | null> {
+  return guard(async () => {
+    const row = (await db.maybeOne(sql.unsafe`
+      SELECT id, proxy_number, metadata FROM sessions
+      WHERE tenant_id = ${tenantId} AND (agent_hash = ${hash} OR customer_hash = ${hash})
+        AND state IN ${LIVE} AND state <> 'PENDING'
+      ORDER BY created_at DESC, id DESC
+      LIMIT 1`)) as { id: string; proxy_number: string; metadata: Record<string, unknown> } | null
+    return row && { id: row.id, proxyNumber: row.proxy_number, metadata: row.metadata }
+  })
+}

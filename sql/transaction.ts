@@ -1,0 +1,65 @@
+// One transaction helper for the store. Expected outcomes that must undo earlier statements
+// (quota reached, proxy taken, stale version) return `rollback(value)` instead of throwing:
+// slonik destroys a pooled connection whenever an error escapes it, and these outcomes are
+// routine under load. Retries of serialization failures and deadlocks happen here, around the
+// whole transaction, only when the store owns it (given a pool, not a caller's connection).
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik'
+import { guard, withRetry } from './errors.js'
+
+/** A pool, or a connection the caller already holds (possibly inside its own transaction). */
+export type Db = DatabasePool | CommonQueryMethods
+
+export class Rollback<T> {
+  readonly value: T
+  constructor(value: T) {
+    this.value = value
+  }
+}
+
+export function rollback<T>(value: T): Rollback<T> {
+  return new Rollback(value)
+}
+
+class RollbackSignal extends Error {
+  readonly value: unknown
+  constructor(value: unknown) {
+    super('rollback')
+    this.value = value
+  }
+}
+
+function isPool(db: Db): db is DatabasePool {
+  return typeof (db as DatabasePool).connect === 'function'
+}
+
+/**
+ * Runs `fn` in a transaction (a savepoint when `db` is already in one) and maps failures to
+ * StoreError. `fn` may run more than once: it must not have effects outside the database.
+ */
+export function transact<T>(db: Db, fn: (tx: CommonQueryMethods) => Promise<T | Rollback<T>>): Promise<T> {
+  const run = async (c: CommonQueryMethods): Promise<T> => {
+    try {
+      return await c.transaction(async tx => {
+        const out = await fn(tx)
+        if (out instanceof Rollback) throw new RollbackSignal(out.value)
+        return out
+      }, 0)
+    } catch (err) {
+      if (err instanceof RollbackSignal) return err.value as T
+      throw err
+    }
+  }
+  return guard(() => (isPool(db) ? withRetry(() => db.connect(run)) : run(db)))
+}
+
+/** ISO timestamp literal for epoch ms, cast on the server (exact, independent of time zones). */
+export function ts(ms: number) {
+  return sql.fragment`${new Date(ms).toISOString()}::timestamptz`
+}
+
+export function tsOrNull(ms: number | null | undefined) {
+  return ms === null || ms === undefined ? sql.fragment`NULL::timestamptz` : ts(ms)
+}
+
+export const iso = (ms: number): string => new Date(ms).toISOString()
+export const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms))

@@ -1,0 +1,52 @@
+// Migrations: applied once even when two processes start together; statements split correctly.
+import t from 'tap'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { tmpdir } from 'node:os'
+import { sql } from 'slonik'
+import { migrate, readMigrations, splitSqlStatements } from '../../sql/migrate.js'
+import { testDatabase } from '../support/db.js'
+
+t.test('splitSqlStatements respects quotes, dollar quotes and comments', async t => {
+  t.same(splitSqlStatements('SELECT 1; SELECT 2;\n'), ['SELECT 1', 'SELECT 2'])
+  t.same(splitSqlStatements(`-- a; comment\nSELECT ';' AS a; /* x; /* nested; */ y; */ SELECT "a;b" FROM t`),
+    [`-- a; comment\nSELECT ';' AS a`, `/* x; /* nested; */ y; */ SELECT "a;b" FROM t`])
+  t.same(splitSqlStatements(`DO $body$ BEGIN PERFORM 1; END $body$; SELECT $$;$$; SELECT E'it\\'s; fine'`),
+    [`DO $body$ BEGIN PERFORM 1; END $body$`, `SELECT $$;$$`, `SELECT E'it\\'s; fine'`])
+  t.same(splitSqlStatements(`SELECT 'it''s; ok'; SELECT $1`), [`SELECT 'it''s; ok'`, `SELECT $1`])
+  t.same(splitSqlStatements('-- only a comment\n;  ;'), [])
+})
+
+t.test('the shipped migrations split into plain statements', async t => {
+  const files = readMigrations()
+  t.same(files.map(f => f.name), ['001_init.sql', '002_pricing_seed.sql'])
+  for (const f of files) {
+    const statements = splitSqlStatements(f.text)
+    t.ok(statements.length > 0, f.name)
+    t.notOk(statements.some(s => s.endsWith(';')), `${f.name}: no statement keeps its semicolon`)
+  }
+})
+
+t.test('two pools migrating one empty database at once apply each migration once', async t => {
+  const db = await testDatabase(t)
+  // Start from an empty schema (the test database comes migrated).
+  await db.pool.query(sql.unsafe`DROP SCHEMA public CASCADE`)
+  await db.pool.query(sql.unsafe`CREATE SCHEMA public`)
+  const other = await db.createPool({ maximumPoolSize: 2 })
+  const [a, b, c] = await Promise.all([migrate(db.pool), migrate(other), migrate(other)])
+  t.same([...a, ...b, ...c].sort(), ['001_init.sql', '002_pricing_seed.sql'], 'each file applied by exactly one caller')
+  t.same(await db.pool.anyFirst(sql.unsafe`SELECT version FROM schema_migrations ORDER BY version`), ['001', '002'])
+  t.equal(await db.pool.oneFirst(sql.unsafe`SELECT count(*) FROM pricing`), 18, 'the seed ran once')
+  t.same(await migrate(db.pool), [], 'nothing left to apply')
+})
+
+t.test('an applied migration that was edited afterwards is refused', async t => {
+  const db = await testDatabase(t)
+  const dir = mkdtempSync(join(tmpdir(), 'maskline-migrations-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  for (const f of readMigrations()) writeFileSync(join(dir, f.name), f.name === '002_pricing_seed.sql' ? `${f.text}\n-- edited\n` : f.text)
+  await t.rejects(migrate(db.pool, dir), /002_pricing_seed.sql was changed after it was applied/)
+  writeFileSync(join(dir, '003_extra.sql'), 'CREATE TABLE extra_probe (id int);')
+  for (const f of readMigrations()) writeFileSync(join(dir, f.name), f.text)
+  t.same(await migrate(db.pool, dir), ['003_extra.sql'], 'new files apply after the existing ones')
+})
