@@ -13,7 +13,9 @@ import { uuidv7 } from '../api/ids.js'
 import { createLogger } from '../api/log.js'
 import { authenticatorOf } from '../api/auth/authenticate.js'
 import { createRedisRateLimiter } from '../api/rate-limit/redis.js'
+import { analyticsRoutes } from '../api/routes/analytics.js'
 import { authRoutes } from '../api/routes/auth.js'
+import { billingRoutes } from '../api/routes/billing.js'
 import { configRoutes } from '../api/routes/config.js'
 import { cpaasRoutes } from '../api/routes/cpaas.js'
 import { deviceRoutes } from '../api/routes/devices.js'
@@ -186,6 +188,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
       ...webhookRoutes, ...healthRoutes, ...cpaasRoutes,
+      ...analyticsRoutes, ...billingRoutes,
     ]
     const http = createHttpApp({
       services,
