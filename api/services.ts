@@ -1,7 +1,10 @@
 // What route handlers get from the composition root (gateway/service.ts builds it).
-// Handlers depend on this interface, never on how the process was wired.
+// Handlers depend on these structural interfaces, never on how the process was wired.
 import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
+import type { CreateSessionBody, PatchSessionBody, SessionView } from './schemas/session.js'
+import type { TenantRouting } from '../engine/types.js'
+import type { RateLimiter } from './rate-limit/limiter.js'
 
 export interface ServiceConfig {
   publicBaseUrl: string
@@ -11,6 +14,25 @@ export interface ServiceConfig {
   webhookAllowInsecure: boolean
 }
 
+export interface SessionCommands {
+  create(tenantId: string, body: CreateSessionBody, idempotency?: { key: string; requestHash: string }):
+    Promise<{ status: number; body: unknown; replayed: boolean }>
+  get(tenantId: string, id: string): Promise<SessionView>
+  end(tenantId: string, id: string): Promise<SessionView>
+  patch(tenantId: string, id: string, body: PatchSessionBody): Promise<SessionView>
+  swapTarget(tenantId: string, id: string, customerPhone: string): Promise<SessionView>
+}
+
+export interface TenantLookup {
+  get(id: string): Promise<{ id: string; salt: Buffer; status: string } | null>
+}
+
+/** Spec 2.9, one per region and provider. */
+export interface PoolEntry { region: string; provider?: string; total: number; available: number; inUse: number; cooldown: number }
+
+/** Spec 4.11. `openedAt` in epoch ms or ISO 8601. */
+export interface ProviderHealth { name: string; state: 'CLOSED' | 'OPEN' | 'HALF_OPEN'; openedAt: number | string | null; lastError: string | null }
+
 export interface Services {
   config: ServiceConfig
   log: Logger
@@ -19,7 +41,31 @@ export interface Services {
   jwtSecret: Uint8Array
   /** Server key for API-secret MACs and, through HKDF, party hashes (DECISIONS 2/3). */
   phoneKey: Buffer
+  /** HMAC of a party number under the tenant's salt (DECISIONS 2). */
+  hashParty(salt: Buffer, e164: string): string
   now(): number
+  sessions?: SessionCommands
+  tenants?: TenantLookup
+  /** Sliding-window limiter (spec 8). Set it to the Redis one with REDIS_URL; in-memory otherwise. */
+  rateLimiter?: RateLimiter
+  /** Pool counts per region and provider (spec 4.8) from the engine; counted in Postgres otherwise. */
+  poolCounts?: () => PoolEntry[]
+  /** Health probes (spec 4.11); a Postgres ping and redis 'disabled' otherwise. */
+  checks?: () => Promise<{ postgres: string; redis: string }>
+  /** Provider circuit breakers (spec 4.11); an empty list otherwise. */
+  cpaasHealth?: () => ProviderHealth[]
+  /** Called after a tenant was created or its configuration changed through this node. */
+  onTenantChanged?: (tenant: TenantRouting) => void
   /** Filled in by the composition root; typed loosely here so api/ does not import gateway/. */
   [extra: string]: unknown
+}
+
+export function sessionsOf(s: Services): SessionCommands {
+  if (!s.sessions) throw new Error('session commands are not wired')
+  return s.sessions
+}
+
+export function tenantsOf(s: Services): TenantLookup {
+  if (!s.tenants) throw new Error('tenant lookup is not wired')
+  return s.tenants
 }

@@ -1,0 +1,47 @@
+// API credentials (spec 5.5, DECISIONS 3): apiKey `rk_live_` + 48 hex, stored as SHA-256 (the
+// lookup key); apiSecret `rs_` + 64 hex, stored as HMAC-SHA256 under a server key derived from
+// PHONE_KEY (256 random bits need no slow hash, and a database copy alone cannot test guesses).
+import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
+
+export const API_KEY_RE = /^rk_live_[0-9a-f]{48}$/
+export const API_SECRET_RE = /^rs_[0-9a-f]{64}$/
+
+export function newApiKey(): string {
+  return `rk_live_${randomBytes(24).toString('hex')}`
+}
+
+export function newApiSecret(): string {
+  return `rs_${randomBytes(32).toString('hex')}`
+}
+
+export function apiKeyHash(apiKey: string): Buffer {
+  return createHash('sha256').update(apiKey).digest()
+}
+
+const macKeys = new WeakMap<Buffer, Buffer>()
+
+/** HKDF-derived, so the phone key itself never MACs anything. */
+export function secretMacKey(phoneKey: Buffer): Buffer {
+  let k = macKeys.get(phoneKey)
+  if (!k) {
+    k = Buffer.from(hkdfSync('sha256', phoneKey, Buffer.alloc(0), 'maskline api-secret mac v1', 32))
+    macKeys.set(phoneKey, k)
+  }
+  return k
+}
+
+export function apiSecretMac(phoneKey: Buffer, apiSecret: string): Buffer {
+  return createHmac('sha256', secretMacKey(phoneKey)).update(apiSecret).digest()
+}
+
+export function secretMatches(phoneKey: Buffer, apiSecret: string, storedMac: Buffer): boolean {
+  const mac = apiSecretMac(phoneKey, apiSecret)
+  return mac.length === storedMac.length && timingSafeEqual(mac, storedMac)
+}
+
+/** A new pair and what is stored of it. */
+export function newCredentials(phoneKey: Buffer): { apiKey: string; apiSecret: string; keyHash: Buffer; secretMac: Buffer } {
+  const apiKey = newApiKey()
+  const apiSecret = newApiSecret()
+  return { apiKey, apiSecret, keyHash: apiKeyHash(apiKey), secretMac: apiSecretMac(phoneKey, apiSecret) }
+}

@@ -1,0 +1,89 @@
+// Access tokens (DECISIONS 3): HS256 pinned, header typ JWT, iss maskline, aud per token type,
+// a `typ` claim that must agree with the audience, and a kid naming the key.
+import { createHash } from 'node:crypto'
+import { SignJWT, jwtVerify, errors as joseErrors } from 'jose'
+import type { Tier } from '../../engine/types.js'
+import { uuidv7, UUID_RE } from '../ids.js'
+import { ROLES, type Role } from '../route.js'
+
+export const ISSUER = 'maskline'
+export const AUDIENCE = { tenant: 'maskline:tenant', user: 'maskline:user' } as const
+/** Spec 4.1/5.1/8.6: seconds. */
+export const TOKEN_TTL_SECONDS = { tenant: 900, user: 86_400 } as const
+const TIERS: readonly string[] = ['STARTER', 'GROWTH', 'ENTERPRISE']
+
+export type TokenClaims =
+  | { typ: 'tenant'; sub: string; tenantId: string; tier: Tier; scopes: string[] }
+  | { typ: 'user'; sub: string; tenantId: string; tier: Tier; role: Role }
+
+export interface VerifiedToken { claims: TokenClaims; expMs: number }
+
+export class TokenError extends Error {
+  readonly reason: 'expired' | 'invalid'
+  constructor(reason: 'expired' | 'invalid') {
+    super(reason === 'expired' ? 'token expired' : 'token invalid')
+    this.name = 'TokenError'
+    this.reason = reason
+  }
+}
+
+/** Scopes of a tenant token: the whole tenant API. A narrower set can come with scoped keys. */
+export const TENANT_SCOPES = ['api'] as const
+
+/** Key id: a short fingerprint of the key, so a rotated key can be told apart. */
+export function keyId(key: Uint8Array): string {
+  return createHash('sha256').update(key).digest('base64url').slice(0, 12)
+}
+
+export async function issueToken(key: Uint8Array, claims: TokenClaims, nowMs: number, ttlSeconds: number = TOKEN_TTL_SECONDS[claims.typ]): Promise<string> {
+  const iat = Math.floor(nowMs / 1000)
+  const { sub, ...rest } = claims
+  return new SignJWT({ ...rest })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: keyId(key) })
+    .setIssuer(ISSUER)
+    .setAudience(AUDIENCE[claims.typ])
+    .setSubject(sub)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + ttlSeconds)
+    .setJti(uuidv7(nowMs))
+    .sign(key)
+}
+
+/** Verifies signature, algorithm, header typ, issuer, audience, expiry and the claim shapes. */
+export async function verifyToken(key: Uint8Array, kid: string, token: string, nowMs: number): Promise<VerifiedToken> {
+  let payload: Record<string, unknown>
+  let header: { kid?: string }
+  try {
+    const r = await jwtVerify(token, key, {
+      algorithms: ['HS256'],
+      issuer: ISSUER,
+      audience: [AUDIENCE.tenant, AUDIENCE.user],
+      typ: 'JWT',
+      currentDate: new Date(nowMs),
+      requiredClaims: ['sub', 'exp', 'iat', 'jti', 'aud'],
+    })
+    payload = r.payload as Record<string, unknown>
+    header = r.protectedHeader
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) throw new TokenError('expired')
+    throw new TokenError('invalid')
+  }
+  if (header.kid !== kid) throw new TokenError('invalid')
+  const { typ, sub, tenantId, tier, aud, exp } = payload
+  if (typeof sub !== 'string' || typeof tenantId !== 'string' || !UUID_RE.test(tenantId)) throw new TokenError('invalid')
+  if (typeof tier !== 'string' || !TIERS.includes(tier) || typeof exp !== 'number') throw new TokenError('invalid')
+  const audList = Array.isArray(aud) ? aud : [aud]
+  if (typ === 'tenant') {
+    const scopes = payload.scopes
+    if (audList.length !== 1 || audList[0] !== AUDIENCE.tenant) throw new TokenError('invalid')
+    if (!Array.isArray(scopes) || !scopes.every(s => typeof s === 'string')) throw new TokenError('invalid')
+    return { claims: { typ, sub, tenantId, tier: tier as Tier, scopes: scopes as string[] }, expMs: exp * 1000 }
+  }
+  if (typ === 'user') {
+    const role = payload.role
+    if (audList.length !== 1 || audList[0] !== AUDIENCE.user) throw new TokenError('invalid')
+    if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role)) throw new TokenError('invalid')
+    return { claims: { typ, sub, tenantId, tier: tier as Tier, role: role as Role }, expMs: exp * 1000 }
+  }
+  throw new TokenError('invalid')
+}

@@ -1,0 +1,110 @@
+// The contract route modules are written against. A route is data: the gateway compiles its
+// schemas at boot, authenticates, rate-limits, validates, calls the handler and serializes the
+// reply through the response schema (an allow-list), so a handler cannot leak a field.
+import type { Static, TSchema } from '@sinclair/typebox'
+import type { Tier } from '../engine/types.js'
+import type { Services } from './services.js'
+import { problems, type FieldIssue, type ProblemSlug } from './problems.js'
+
+export type { ProblemSlug } from './problems.js'
+
+/** `any` = a tenant or a user token (spec 5.2). */
+export type AuthKind = 'none' | 'tenant' | 'user' | 'any'
+
+/** DECISIONS 3: dashboard user roles. */
+export const Role = { OWNER: 'OWNER', ADMIN: 'ADMIN', OPERATOR: 'OPERATOR' } as const
+export type Role = (typeof Role)[keyof typeof Role]
+export const ROLES: readonly Role[] = Object.values(Role)
+
+export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
+
+export type AuthContext =
+  | { typ: 'tenant'; tenantId: string; tier: Tier; scopes: string[]; sub: string }
+  | { typ: 'user'; tenantId: string; tier: Tier; role: Role; sub: string }
+
+export interface ApiRequest<B = any, Q = any, P = any> {
+  body: B
+  /** The body as received; set for every route that reads a body, the only body of rawBody routes. */
+  rawBody: Buffer | null
+  query: Q
+  params: P
+  /** Lower-case names, copied out of uWS before any await. */
+  headers: Record<string, string>
+  /** The path without the query string. Never log it: it may carry a number. */
+  path: string
+  rawQuery: string
+  ip: string
+  auth: AuthContext | null
+  services: Services
+  requestId: string
+}
+
+export interface ApiReply {
+  status: number
+  body?: unknown
+  headers?: Record<string, string>
+  /** Default application/json (serialized through the response schema). Any other type is sent as is. */
+  contentType?: string
+}
+
+export interface RouteDef {
+  method: HttpMethod
+  /** uWS pattern: `/v1/sessions/:id`. */
+  path: string
+  auth: AuthKind
+  /** Roles a user token must have (tenant tokens are not role-checked). */
+  roles?: readonly Role[]
+  body?: TSchema
+  query?: TSchema
+  params?: TSchema
+  /** Status → schema of the body (an allow-list), or null for an empty body. */
+  response: Record<number, TSchema | null>
+  problems: readonly ProblemSlug[]
+  /** Slug of validation failures; spec 4.4/4.7 use 'validation-error'. Default 'validation'. */
+  validationSlug?: 'validation' | 'validation-error'
+  /** Body byte cap; default 16 KiB. */
+  bodyLimit?: number
+  /** The handler gets the raw Buffer (provider callbacks verify signatures on it); no parse, no 415. */
+  rawBody?: boolean
+  /** Default content type of replies (ApiReply.contentType wins); application/json when absent. */
+  contentType?: string
+  /** Count against the tenant's per-minute limit (spec 8.1). Default: true for authenticated routes. */
+  rateLimit?: boolean
+  summary?: string
+  handler: (req: ApiRequest) => Promise<ApiReply> | ApiReply
+}
+
+type StaticOf<S> = S extends TSchema ? Static<S> : any
+
+/** A RouteDef whose handler sees the static types of its own schemas. */
+export interface TypedRouteDef<B, Q, P> extends Omit<RouteDef, 'body' | 'query' | 'params' | 'handler'> {
+  body?: B
+  query?: Q
+  params?: P
+  handler: (req: ApiRequest<StaticOf<B>, StaticOf<Q>, StaticOf<P>>) => Promise<ApiReply> | ApiReply
+}
+
+export function route<B extends TSchema | undefined = undefined, Q extends TSchema | undefined = undefined, P extends TSchema | undefined = undefined>(
+  def: TypedRouteDef<B, Q, P>,
+): RouteDef {
+  return def as RouteDef
+}
+
+/** Throw from a handler (or anything it calls) to answer with a catalog problem. */
+export class ApiProblem extends Error {
+  readonly slug: ProblemSlug
+  readonly status: number
+  readonly detail: string | undefined
+  readonly errors: FieldIssue[] | undefined
+  readonly headers: Record<string, string> | undefined
+
+  constructor(slug: ProblemSlug, detail?: string, extras?: { errors?: FieldIssue[]; headers?: Record<string, string> }) {
+    super(detail ?? problems[slug].title)
+    this.name = 'ApiProblem'
+    this.slug = slug
+    this.status = problems[slug].status
+    this.detail = detail
+    this.errors = extras?.errors
+    this.headers = extras?.headers
+  }
+}

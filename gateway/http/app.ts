@@ -1,0 +1,298 @@
+// The HTTP gateway: one uWS app serving the REST API, the provider callbacks and (through the
+// `ws` hook) the WebSocket stream (DECISIONS 1). Every request runs the same short pipeline:
+//   capture (sync) → body (onData, capped) → auth → tenant rate limit → parse + validate →
+//   handler → allow-list serialization → corked write → one log line.
+import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js'
+import type { Logger } from 'pino'
+import { TIER_LIMITS } from '../../engine/types.js'
+import { authenticatorOf, type Authenticator } from '../../api/auth/authenticate.js'
+import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
+import { rateLimitHeaders, rateLimiterOf, WINDOW_MS, type RateDecision, type RateLimiter } from '../../api/rate-limit/limiter.js'
+import { ApiProblem, type ApiReply, type ApiRequest, type AuthContext, type RouteDef } from '../../api/route.js'
+import type { Services } from '../../api/services.js'
+import { BodyAborted, readBody } from './body.js'
+import { capture, type Captured } from './capture.js'
+import { compileRoute, type CompiledRoute } from './compile.js'
+import { parseQuery } from './query.js'
+import { send, type Outgoing } from './respond.js'
+import { toFieldIssues } from './validation-errors.js'
+
+export interface HttpAppOptions {
+  services: Services
+  routes: readonly RouteDef[]
+  /** Registers WebSocket routes (`app.ws(...)`) before the 404/405 fallbacks. */
+  ws?: (app: TemplatedApp) => void
+  /** Check every reply body against its response schema; a mismatch answers 500 (tests). */
+  checkResponses?: boolean
+  /** Register on this app instead of a new uWS.App() (benchmarks drive the handlers in process). */
+  app?: TemplatedApp
+}
+
+export interface HttpApp {
+  app: TemplatedApp
+  listen(host: string, port: number): Promise<number>
+  /** Stops accepting, lets in-flight requests finish (up to `graceMs`), then closes every socket. */
+  close(graceMs?: number): Promise<void>
+}
+
+interface Env {
+  services: Services
+  log: Logger
+  baseUrl: string
+  auth: Authenticator
+  limiter: RateLimiter
+  nodeId: string
+  checkResponses: boolean
+  inFlight: number
+  drained: (() => void) | null
+}
+
+
+const JSON_TYPE = 'application/json'
+const PROBLEM_TYPE = 'application/problem+json'
+const UWS_METHOD = { GET: 'get', POST: 'post', PATCH: 'patch', PUT: 'put', DELETE: 'del' } as const
+let seq = 0
+
+export function createHttpApp(opts: HttpAppOptions): HttpApp {
+  const { services } = opts
+  const env: Env = {
+    services,
+    log: services.log,
+    baseUrl: services.config.publicBaseUrl,
+    auth: authenticatorOf(services),
+    limiter: rateLimiterOf(services),
+    nodeId: services.config.nodeId,
+    checkResponses: opts.checkResponses ?? false,
+    inFlight: 0,
+    drained: null,
+  }
+  const app = opts.app ?? uWS.App()
+  const methodsByPath = new Map<string, string[]>()
+  for (const def of opts.routes) {
+    const key = `${def.method} ${def.path}`
+    const known = methodsByPath.get(def.path) ?? []
+    if (known.includes(def.method)) throw new Error(`route registered twice: ${key}`)
+    methodsByPath.set(def.path, [...known, def.method])
+    const compiled = compileRoute(def)
+    app[UWS_METHOD[def.method]](def.path, (res, req) => onRequest(env, compiled, res, req))
+  }
+  opts.ws?.(app)
+  for (const [path, methods] of methodsByPath) {
+    const allow = methods.join(', ')
+    app.any(path, (res, req) => fallback(env, res, req, path, 'method-not-allowed', { allow }))
+  }
+  app.any('/*', (res, req) => fallback(env, res, req, null, 'not-found'))
+
+  let listenSocket: us_listen_socket | null = null
+  return {
+    app,
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        app.listen(host, port, sock => {
+          if (!sock) return reject(new Error(`cannot listen on ${host}:${port}`))
+          listenSocket = sock
+          resolve(uWS.us_socket_local_port(sock))
+        })
+      })
+    },
+    async close(graceMs = 5_000) {
+      if (listenSocket) uWS.us_listen_socket_close(listenSocket)
+      listenSocket = null
+      if (env.inFlight > 0) {
+        await new Promise<void>(resolve => {
+          const timer = setTimeout(resolve, graceMs)
+          env.drained = () => { clearTimeout(timer); resolve() }
+        })
+      }
+      // Keep-alive and WebSocket connections: uWS 20.30 has app.close(), its typings do not.
+      ;(app as TemplatedApp & { close?: () => void }).close?.()
+    },
+  }
+}
+
+function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpRequest): void {
+  const c = capture(res, req, r.paramNames)
+  res.onAborted(() => {
+    c.aborted = true
+    c.abortBody?.()
+  })
+  env.inFlight++
+  if (!r.readsBody) {
+    void run(env, r, res, c, null)
+    return
+  }
+  const declared = c.headers['content-length']
+  if (declared !== undefined && Number(declared) > r.bodyLimit) {
+    finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, true)
+    return
+  }
+  readBody(res, r.bodyLimit, abort => { c.abortBody = abort }).then(
+    body => {
+      c.abortBody = undefined
+      return run(env, r, res, c, body)
+    },
+    err => {
+      // 499 (nginx's "client closed request"): logged, nothing is sent.
+      if (err instanceof BodyAborted) return finish(env, r.def.path, res, c, { status: 499, contentType: null, body: null, headers: [] }, null)
+      // Over the cap: answer 413 and close; the rest of the body is not read.
+      finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, true)
+    },
+  )
+}
+
+async function run(env: Env, r: CompiledRoute, res: HttpResponse, c: Captured, raw: Buffer | null): Promise<void> {
+  const def = r.def
+  let auth: AuthContext | null = null
+  let limitHeaders: Record<string, string> | undefined
+  let out: Outgoing
+  let failure: unknown = null
+  try {
+    if (def.auth !== 'none') auth = await env.auth.authenticate(c.headers.authorization, def.auth, def.roles)
+    if (auth && r.rateLimited) {
+      const now = env.services.now()
+      const d = await tenantLimit(env, auth)
+      if (d) {
+        limitHeaders = rateLimitHeaders(d, now)
+        if (!d.allowed) throw new ApiProblem('rate-limit', `At most ${d.limit} requests per minute on the ${auth.tier} tier`)
+      }
+    }
+    const apiReq = buildRequest(env, r, c, raw, auth)
+    const reply = await def.handler(apiReq)
+    out = replyOut(env, r, reply)
+  } catch (err) {
+    failure = err
+    out = errorOut(env, err)
+  }
+  if (limitHeaders) out.headers.unshift(limitHeaders)
+  finish(env, def.path, res, c, out, auth, false, failure)
+}
+
+/**
+ * Spec 8.1. The limiter failing (Redis unreachable) must not take the whole API down with it:
+ * the request is admitted without rate-limit headers and the failure is logged. The token and
+ * login throttles (api/routes/auth.ts) fail closed instead: they guard credentials.
+ */
+async function tenantLimit(env: Env, auth: AuthContext): Promise<RateDecision | null> {
+  try {
+    return await env.limiter.hit(`tenant:${auth.tenantId}`, TIER_LIMITS[auth.tier].requestsPerMinute, WINDOW_MS)
+  } catch (err) {
+    env.log.warn({ code: 'rate-limiter', error: err }, 'rate limiter unavailable; request admitted')
+    return null
+  }
+}
+
+function buildRequest(env: Env, r: CompiledRoute, c: Captured, raw: Buffer | null, auth: AuthContext | null): ApiRequest {
+  const def = r.def
+  const slug = r.validationSlug
+  const issues: FieldIssue[] = []
+  let body: unknown = undefined
+  if (r.validateBody && raw) {
+    const ct = c.headers['content-type']
+    if (raw.length > 0 && !isJson(ct)) throw new ApiProblem('unsupported-media-type', 'Send the body as application/json')
+    if (raw.length === 0) body = {}
+    else {
+      try {
+        body = JSON.parse(raw.toString('utf8'))
+      } catch {
+        throw new ApiProblem(slug, 'The body is not valid JSON')
+      }
+    }
+    if (!r.validateBody(body)) issues.push(...toFieldIssues(r.validateBody.errors, 'body'))
+  }
+  let query: Record<string, unknown> = {}
+  if (r.validateQuery) {
+    const parsed = parseQuery(c.rawQuery)
+    if (!parsed) throw new ApiProblem(slug, 'The query string is malformed')
+    query = parsed
+    if (!r.validateQuery(query)) issues.push(...toFieldIssues(r.validateQuery.errors))
+  }
+  const params: Record<string, unknown> = c.params
+  if (r.validateParams && !r.validateParams(params)) issues.push(...toFieldIssues(r.validateParams.errors))
+  if (issues.length) throw new ApiProblem(slug, 'The request has invalid fields', { errors: issues })
+  return {
+    body: def.rawBody ? raw : body,
+    rawBody: raw,
+    query,
+    params,
+    headers: c.headers,
+    path: c.path,
+    rawQuery: c.rawQuery,
+    ip: c.ip,
+    auth,
+    services: env.services,
+    requestId: `${env.nodeId}-${(++seq).toString(36)}`,
+  }
+}
+
+function isJson(ct: string | undefined): boolean {
+  if (!ct) return false
+  const semi = ct.indexOf(';')
+  const base = (semi === -1 ? ct : ct.slice(0, semi)).trim().toLowerCase()
+  return base === JSON_TYPE || (base.startsWith('application/') && base.endsWith('+json'))
+}
+
+class UndeclaredResponse extends Error {
+  constructor(status: number, why: string) {
+    super(`response ${status} ${why}`)
+    this.name = 'UndeclaredResponse'
+  }
+}
+
+function replyOut(env: Env, r: CompiledRoute, reply: ApiReply): Outgoing {
+  const contentType = reply.contentType ?? r.def.contentType ?? JSON_TYPE
+  if (!r.serializers.has(reply.status)) throw new UndeclaredResponse(reply.status, 'is not declared by the route')
+  const picker = r.serializers.get(reply.status)
+  if (picker === null || reply.body === undefined) {
+    if (picker) throw new UndeclaredResponse(reply.status, 'has no body but declares one')
+    return { status: reply.status, contentType: null, body: null, headers: [reply.headers] }
+  }
+  if (contentType !== JSON_TYPE) {
+    if (typeof reply.body !== 'string' && !Buffer.isBuffer(reply.body)) throw new UndeclaredResponse(reply.status, 'is not JSON and not text')
+    return { status: reply.status, contentType, body: reply.body, headers: [reply.headers] }
+  }
+  const picked = picker!(reply.body)
+  if (env.checkResponses && !r.responseChecks.get(reply.status)!(picked)) throw new UndeclaredResponse(reply.status, 'does not match its schema')
+  return { status: reply.status, contentType, body: JSON.stringify(picked), headers: [reply.headers] }
+}
+
+function problemOut(env: Env, slug: ProblemSlug, detail?: string, errors?: FieldIssue[], headers?: Record<string, string>): Outgoing {
+  const doc = renderProblem(env.baseUrl, slug, detail, errors)
+  return { status: doc.status, contentType: PROBLEM_TYPE, body: JSON.stringify(doc), headers: [headers], instance: doc.instance }
+}
+
+function errorOut(env: Env, err: unknown): Outgoing {
+  if (err instanceof ApiProblem) return problemOut(env, err.slug, err.detail, err.errors, err.headers)
+  // Never the message: a driver error can quote a value (spec 7: no stack or driver message).
+  return problemOut(env, 'internal', 'An unexpected error occurred; retry with backoff')
+}
+
+function finish(env: Env, route: string | null, res: HttpResponse, c: Captured, out: Outgoing, auth: AuthContext | null, close = false, failure: unknown = null): void {
+  if (close) out.close = true
+  if (!c.aborted) {
+    try {
+      send(res, out)
+    } catch (err) {
+      // The connection went away between the check and the write: nothing left to answer.
+      env.log.warn({ code: 'write-failed', error: err }, 'response not written')
+    }
+  }
+  const line: Record<string, unknown> = {
+    method: c.method,
+    route,
+    status: out.status,
+    us: Math.round((performance.now() - c.start) * 1000),
+  }
+  if (auth) line.tenantId = auth.tenantId
+  if (out.instance) line.instance = out.instance
+  if (c.aborted) line.aborted = true
+  if (out.status >= 500) env.log.error({ ...line, error: failure }, 'request failed') // the serializer keeps name, code, frames
+  else env.log.info(line, 'request')
+  if (--env.inFlight === 0 && env.drained) env.drained()
+}
+
+function fallback(env: Env, res: HttpResponse, req: HttpRequest, route: string | null, slug: 'not-found' | 'method-not-allowed', extra?: { allow: string }): void {
+  const c = capture(res, req, [])
+  env.inFlight++
+  const detail = slug === 'not-found' ? 'No such endpoint' : `Allowed methods: ${extra!.allow}`
+  finish(env, route, res, c, problemOut(env, slug, detail, undefined, extra ? { allow: extra.allow } : undefined), null)
+}

@@ -1,0 +1,73 @@
+// Boot-time compilation of the route table (STYLE 5): every validator and serializer is built
+// once here, never per request. Separate Ajv instances: bodies are validated as sent (no
+// coercion, no defaults); query strings and path parameters are strings on the wire, so they
+// are coerced and take their defaults.
+import { Ajv, type ValidateFunction } from 'ajv'
+import formatsPlugin from 'ajv-formats'
+import type { TSchema } from '@sinclair/typebox'
+import type { RouteDef } from '../../api/route.js'
+import { DEFAULT_BODY_LIMIT } from './body.js'
+import { compilePicker, type Picker } from './serialize.js'
+
+function makeAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: coerce,
+    strict: false,
+    allowUnionTypes: true,
+    messages: false,
+  })
+  formatsPlugin.default(ajv)
+  return ajv
+}
+
+const ajvBody = makeAjv(false)
+const ajvParams = makeAjv(true)
+const ajvCheck = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true, messages: false })
+formatsPlugin.default(ajvCheck)
+
+export function checker(schema: TSchema): (v: unknown) => boolean {
+  const fn = ajvCheck.compile(schema)
+  return v => fn(v) as boolean
+}
+
+export interface CompiledRoute {
+  def: RouteDef
+  /** `:name` segments in order: uWS hands parameters out by index. */
+  paramNames: string[]
+  readsBody: boolean
+  bodyLimit: number
+  validateBody: ValidateFunction | null
+  validateQuery: ValidateFunction | null
+  validateParams: ValidateFunction | null
+  /** Status → picker, or null for an empty body. A status not in the map is a handler bug. */
+  serializers: Map<number, Picker | null>
+  /** Checks a reply body against its schema (tests turn this on). */
+  responseChecks: Map<number, ((v: unknown) => boolean) | null>
+  rateLimited: boolean
+  validationSlug: 'validation' | 'validation-error'
+}
+
+export function compileRoute(def: RouteDef): CompiledRoute {
+  const paramNames = def.path.split('/').filter(s => s.startsWith(':')).map(s => s.slice(1))
+  const serializers = new Map<number, Picker | null>()
+  const responseChecks = new Map<number, ((v: unknown) => boolean) | null>()
+  for (const [status, schema] of Object.entries(def.response)) {
+    serializers.set(Number(status), schema ? compilePicker(schema, checker) : null)
+    responseChecks.set(Number(status), schema ? checker(schema) : null)
+  }
+  return {
+    def,
+    paramNames,
+    readsBody: Boolean(def.body || def.rawBody),
+    bodyLimit: def.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    validateBody: def.body && !def.rawBody ? ajvBody.compile(def.body) : null,
+    validateQuery: def.query ? ajvParams.compile(def.query) : null,
+    validateParams: def.params ? ajvParams.compile(def.params) : null,
+    serializers,
+    responseChecks,
+    rateLimited: def.rateLimit ?? def.auth !== 'none',
+    validationSlug: def.validationSlug ?? 'validation',
+  }
+}

@@ -1,0 +1,1 @@
+export { createHttpApp, type HttpApp, type HttpAppOptions } from './app.js'

@@ -1,0 +1,39 @@
+// Writing a response. Everything happens inside `res.cork` (STYLE 6): one syscall for status,
+// headers and body, and required by uWS for any write made after the handler returned.
+import type { HttpResponse } from 'uWebSockets.js'
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content',
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
+  409: 'Conflict', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Entity',
+  429: 'Too Many Requests', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
+}
+const lines = new Map<number, string>()
+
+export function statusLine(status: number): string {
+  let l = lines.get(status)
+  if (!l) lines.set(status, (l = STATUS_TEXT[status] ? `${status} ${STATUS_TEXT[status]}` : String(status)))
+  return l
+}
+
+export interface Outgoing {
+  status: number
+  contentType: string | null
+  body: string | Buffer | null
+  /** Written in order; later sets may repeat a name (they should not). */
+  headers: (Record<string, string> | undefined)[]
+  /** Close the connection after the response (413: the rest of the body is not read). */
+  close?: boolean
+  /** The problem's `instance`, for the log line. */
+  instance?: string
+}
+
+export function send(res: HttpResponse, out: Outgoing): void {
+  res.cork(() => {
+    res.writeStatus(statusLine(out.status))
+    if (out.contentType && out.body !== null) res.writeHeader('content-type', out.contentType)
+    for (const h of out.headers) if (h) for (const k in h) res.writeHeader(k, h[k]!)
+    if (out.status === 204 || out.status === 304) res.endWithoutBody(undefined, out.close)
+    else res.end(out.body ?? '', out.close)
+  })
+}

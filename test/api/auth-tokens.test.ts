@@ -1,0 +1,131 @@
+// Spec 5.2/5.3, DECISIONS 3: which token is accepted where, and every way a token can be wrong.
+import { randomBytes } from 'node:crypto'
+import t from 'tap'
+import { SignJWT } from 'jose'
+import { sql } from 'slonik'
+import { problems } from '../../api/problems.js'
+import { createAuthenticator, TENANT_TTL_MS } from '../../api/auth/authenticate.js'
+import { issueToken, keyId } from '../../api/auth/tokens.js'
+import { ApiProblem } from '../../api/route.js'
+import { startApi, problem } from '../gateway/harness.js'
+
+t.test('token types are not interchangeable: 403 forbidden', async t => {
+  const api = await startApi(t)
+  const a = await api.signup()
+  const user = await api.login(a.email, a.password)
+  const onTenantRoute = await api.get('/v1/numbers/pool', { token: user })
+  t.equal(onTenantRoute.status, 403)
+  t.same(onTenantRoute.body, { ...problem('forbidden', 403), title: problems.forbidden.title, detail: 'This endpoint needs a tenant (API key) token', instance: onTenantRoute.body.instance })
+  const onUserRoute = await api.patch('/v1/config', { token: a.accessToken, body: { defaultGracePeriod: 5 } })
+  t.equal(onUserRoute.status, 403)
+  t.equal(onUserRoute.body.detail, 'This endpoint needs a dashboard user token')
+  const onProvision = await api.post('/v1/numbers/provision', { token: a.accessToken, body: { region: 'US', count: 1 } })
+  t.equal(onProvision.status, 403)
+  // spec 5.2: devices, config reads and tenants/me take both.
+  for (const token of [a.accessToken, user]) {
+    t.equal((await api.get('/v1/config', { token })).status, 200)
+    t.equal((await api.get('/v1/tenants/me', { token })).status, 200)
+    t.equal((await api.get('/v1/devices/presence?userPhone=%2B12025550111', { token })).status, 200)
+  }
+})
+
+t.test('missing, malformed, forged or expired tokens: 401', async t => {
+  const api = await startApi(t)
+  const a = await api.signup()
+  const key = api.services.jwtSecret
+  const now = Math.floor(api.services.now() / 1000)
+  const good = { typ: 'tenant', tenantId: a.tenantId, tier: 'STARTER', scopes: ['api'] }
+  const sign = (claims: Record<string, unknown>, o: { alg?: string; kid?: string; iss?: string; aud?: string; exp?: number; secret?: Uint8Array; typ?: string } = {}) =>
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: o.alg ?? 'HS256', typ: o.typ ?? 'JWT', kid: o.kid ?? keyId(key) })
+      .setIssuer(o.iss ?? 'maskline').setAudience(o.aud ?? 'maskline:tenant').setSubject('s')
+      .setIssuedAt(now).setExpirationTime(o.exp ?? now + 900).setJti('j')
+      .sign(o.secret ?? key)
+  const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url')
+  const valid = await sign(good)
+  t.equal((await api.get('/v1/numbers/pool', { token: valid })).status, 200, 'the control token works')
+
+  const cases: [string, Record<string, string>, string][] = [
+    ['no header', {}, 'Missing Authorization header'],
+    ['Basic scheme', { authorization: 'Basic dXNlcjpwYXNz' }, 'The Authorization header must be "Bearer <token>"'],
+    ['not a JWT', { authorization: 'Bearer abc' }, 'The access token is malformed'],
+    ['alg none', { authorization: `Bearer ${b64({ alg: 'none', typ: 'JWT' })}.${valid.split('.')[1]}.x` }, 'The access token is not valid'],
+    ['HS512', { authorization: `Bearer ${await sign(good, { alg: 'HS512' })}` }, 'The access token is not valid'],
+    ['another key', { authorization: `Bearer ${await sign(good, { secret: randomBytes(32) })}` }, 'The access token is not valid'],
+    ['another kid', { authorization: `Bearer ${await sign(good, { kid: 'old-key' })}` }, 'The access token is not valid'],
+    ['another issuer', { authorization: `Bearer ${await sign(good, { iss: 'evil' })}` }, 'The access token is not valid'],
+    ['audience and typ disagree', { authorization: `Bearer ${await sign(good, { aud: 'maskline:user' })}` }, 'The access token is not valid'],
+    ['header typ', { authorization: `Bearer ${await sign(good, { typ: 'at+jwt' })}` }, 'The access token is not valid'],
+    ['no tenantId', { authorization: `Bearer ${await sign({ ...good, tenantId: undefined })}` }, 'The access token is not valid'],
+    ['unknown tier', { authorization: `Bearer ${await sign({ ...good, tier: 'PLATINUM' })}` }, 'The access token is not valid'],
+    ['tampered payload', { authorization: `Bearer ${valid.split('.')[0]}.${b64({ ...decode(valid), tier: 'ENTERPRISE' })}.${valid.split('.')[2]}` }, 'The access token is not valid'],
+    ['expired', { authorization: `Bearer ${await sign(good, { exp: now - 1 })}` }, 'The access token has expired'],
+    ['tenant that does not exist', { authorization: `Bearer ${await sign({ ...good, tenantId: '01890a5d-ac96-774b-bcce-b302099a8057' })}` }, 'The tenant of this token does not exist'],
+  ]
+  for (const [name, headers, detail] of cases) {
+    const r = await api.get('/v1/numbers/pool', { headers })
+    t.equal(r.status, 401, name)
+    t.equal(r.headers.get('www-authenticate'), 'Bearer realm="maskline"', name)
+    t.same(r.body, { ...problem('unauthorized', 401), title: problems.unauthorized.title, detail, instance: r.body.instance }, name)
+  }
+})
+
+function decode(jwt: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString())
+}
+
+t.test('a cached token still expires on time', async t => {
+  const api = await startApi(t)
+  const a = await api.signup()
+  t.equal((await api.get('/v1/numbers/pool', { token: a.accessToken })).status, 200)
+  api.clock.advance(899_000)
+  t.equal((await api.get('/v1/numbers/pool', { token: a.accessToken })).status, 200, 'valid up to 900 s')
+  api.clock.advance(1_000)
+  const r = await api.get('/v1/numbers/pool', { token: a.accessToken })
+  t.equal(r.status, 401)
+  t.equal(r.body.detail, 'The access token has expired')
+})
+
+t.test('a suspended tenant is refused within the status TTL, its token exchange too', async t => {
+  const api = await startApi(t)
+  const a = await api.signup()
+  t.equal((await api.get('/v1/config', { token: a.accessToken })).status, 200)
+  await api.db.query(sql.unsafe`UPDATE tenants SET status = 'SUSPENDED' WHERE id = ${a.tenantId}`)
+  api.clock.advance(TENANT_TTL_MS)
+  const r = await api.get('/v1/config', { token: a.accessToken })
+  t.equal(r.status, 403)
+  t.same(r.body, { ...problem('forbidden', 403), title: problems.forbidden.title, detail: 'The tenant is suspended', instance: r.body.instance })
+  const exchange = await api.post('/v1/auth/token', { body: { apiKey: a.apiKey, apiSecret: a.apiSecret } })
+  t.equal(exchange.status, 403)
+  const login = await api.post('/v1/auth/dashboard/login', { body: { email: a.email, password: a.password } })
+  t.equal(login.status, 403)
+})
+
+t.test('authenticator: verified tokens and tenant status are cached, bounded', async t => {
+  let now = 1_800_000_000_000
+  const loads: string[] = []
+  const jwtSecret = randomBytes(32)
+  const tenantId = '01890a5d-ac96-774b-bcce-b302099a8057'
+  let status: 'ACTIVE' | 'SUSPENDED' = 'ACTIVE'
+  const auth = createAuthenticator({
+    jwtSecret, now: () => now, tokenCacheMax: 2,
+    loadTenant: async id => { loads.push(id); return { id, status, tier: 'GROWTH', salt: Buffer.alloc(32) } },
+  })
+  const token = await issueToken(jwtSecret, { typ: 'user', sub: 'u1', tenantId, tier: 'STARTER', role: 'ADMIN' }, now)
+  const ctx = await auth.authenticate(`Bearer ${token}`, 'any')
+  t.same(ctx, { typ: 'user', tenantId, tier: 'GROWTH', role: 'ADMIN', sub: 'u1' }, 'the tier in force is the tenant\'s current one')
+  t.equal(await auth.authenticate(`bearer ${token}`, 'user', ['OWNER', 'ADMIN']), ctx, 'a hit returns the cached context')
+  t.equal(loads.length, 1, 'status loaded once within the TTL')
+  await t.rejects(async () => auth.authenticate(`Bearer ${token}`, 'user', ['OWNER']), new ApiProblem('forbidden', 'This endpoint needs the role OWNER'))
+  status = 'SUSPENDED'
+  now += TENANT_TTL_MS
+  await t.rejects(async () => auth.authenticate(`Bearer ${token}`, 'any'), new ApiProblem('forbidden', 'The tenant is suspended'))
+  t.equal(loads.length, 2, 'reloaded after the TTL')
+  status = 'ACTIVE'
+  auth.invalidateTenant(tenantId)
+  t.equal((await auth.authenticate(`Bearer ${token}`, 'any')).typ, 'user', 'invalidation applies at once')
+  t.equal(loads.length, 3)
+  // Bounded: two more tokens push the first out; it verifies again (and still works).
+  for (const sub of ['u2', 'u3']) await auth.authenticate(`Bearer ${await issueToken(jwtSecret, { typ: 'user', sub, tenantId, tier: 'STARTER', role: 'OWNER' }, now)}`, 'any')
+  t.equal((await auth.authenticate(`Bearer ${token}`, 'any')).sub, 'u1')
+})

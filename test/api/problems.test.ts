@@ -1,0 +1,70 @@
+// Spec 7: the catalog in api/problems.ts matches the spec's table both ways (STYLE 4).
+import { existsSync, readFileSync } from 'node:fs'
+import t from 'tap'
+import { REJECTIONS } from '../../engine/rejections.js'
+import { problems, renderProblem, SPEC_SLUGS, isProblemSlug, type ProblemSlug } from '../../api/problems.js'
+import { ApiProblem } from '../../api/route.js'
+
+function specRows(text: string): Map<string, number> {
+  const rows = new Map<string, number>()
+  for (const line of text.split('\n')) {
+    const m = /^\| ([a-z-]+) \| (\d{3})/.exec(line)
+    if (m) rows.set(m[1]!, Number(m[2]))
+  }
+  return rows
+}
+
+const fixture = specRows(readFileSync(new URL('../fixtures/spec-7-errors.md', import.meta.url), 'utf8'))
+
+t.test('every spec 7 row is in the catalog with its status', async t => {
+  t.equal(fixture.size, 14)
+  for (const [slug, status] of fixture) {
+    t.ok(isProblemSlug(slug), `${slug} catalogued`)
+    t.equal(problems[slug as ProblemSlug].status, status, `${slug} status`)
+  }
+})
+
+t.test('every catalog slug is a spec 7 row or one of the HTTP-level extensions', async t => {
+  const extensions = ['method-not-allowed', 'payload-too-large', 'unsupported-media-type']
+  t.same(Object.keys(problems).filter(s => !fixture.has(s)).sort(), extensions.sort())
+  t.same([...SPEC_SLUGS].sort(), [...fixture.keys()].sort())
+  t.same(Object.fromEntries(extensions.map(s => [s, problems[s as ProblemSlug].status])), {
+    'method-not-allowed': 405, 'payload-too-large': 413, 'unsupported-media-type': 415,
+  })
+})
+
+t.test('the fixture is the spec table, when the spec is at hand', async t => {
+  const spec = new URL('../../../shared/spec/number-masking-spec.md', import.meta.url)
+  if (!existsSync(spec)) return t.pass('spec not in this checkout; the fixture stands for it')
+  const section = readFileSync(spec, 'utf8').split('## 7. Errors')[1]!.split('## 8.')[0]!
+  t.same(specRows(section), fixture)
+})
+
+t.test('every engine rejection has a catalog entry', async t => {
+  for (const r of REJECTIONS) t.ok(isProblemSlug(r), r)
+})
+
+t.test('a problem renders as spec 7 says', async t => {
+  const doc = renderProblem('https://api.example', 'invalid-target', 'Target equals the agent number', [{ field: 'customerPhone', issue: 'same_as_agent' }])
+  t.match(doc.instance, /^urn:maskline:err:[0-9a-f-]{36}$/)
+  t.same(doc, {
+    type: 'https://api.example/errors/invalid-target',
+    title: problems['invalid-target'].title,
+    status: 422,
+    detail: 'Target equals the agent number',
+    instance: doc.instance,
+    errors: [{ field: 'customerPhone', issue: 'same_as_agent' }],
+  })
+  const bare = renderProblem('https://api.example', 'not-found')
+  t.equal(bare.detail, problems['not-found'].title, 'detail defaults to the title')
+  t.notOk('errors' in bare, 'no empty errors array')
+})
+
+t.test('ApiProblem carries slug, status and extras', async t => {
+  const p = new ApiProblem('rate-limit', 'slow down', { headers: { 'retry-after': '3' } })
+  t.equal(p.status, 429)
+  t.equal(p.slug, 'rate-limit')
+  t.same(p.headers, { 'retry-after': '3' })
+  // @ts-expect-error a slug outside the catalog does not compile
+  t.throws(() => new ApiProblem('no-such-slug'))
+})
