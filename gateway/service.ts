@@ -181,7 +181,12 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       if (msg.kind === 'event') stream?.publishEvent(msg.envelope)
       else if (msg.kind === 'tenant') { tenants.changed({ id: msg.id }); authenticatorOf(services).invalidateTenant(msg.id) }
       else {
-        void getSessionRecord(db.pool, msg.id, cipher).then(rec => { if (rec) engine.load(rec) }, () => log.warn({ code: 'bus-reload' }, 'recoverable error'))
+        void (async () => {
+          const rec = await getSessionRecord(db.pool, msg.id, cipher)
+          if (!rec) return
+          if (!tenants.peek(rec.tenantId)) await tenants.refresh(rec.tenantId) // a tenant created on another node
+          engine.load(rec)
+        })().catch(() => log.warn({ code: 'bus-reload' }, 'recoverable error'))
       }
     })
 

@@ -28,6 +28,7 @@ export interface RunnerDeps {
 export interface CreateResult { status: number; body: unknown; replayed: boolean }
 
 const MAX_ALLOCATION_TRIES = 8
+const EXPIRY_BATCH = 5_000
 
 export function envelopesOf(events: EngineEvent[]): EventEnvelope[] {
   return events.map(e => buildEnvelope(uuidv7(e.at), e.type, e.at, {
@@ -40,6 +41,12 @@ export function envelopesOf(events: EngineEvent[]): EventEnvelope[] {
 }
 
 export function createSessionRunner(d: RunnerDeps) {
+  /** Postgres has committed: memory must follow even if a racing plan from this node got there
+   * first (commit refuses a clash; load() makes memory match the committed record). */
+  function commitOrLoad(plan: Extract<Plan, { ok: true }>) {
+    try { d.engine.commit(plan) } catch { d.engine.load(plan.next) }
+  }
+
   async function create(tenantId: string, body: CreateSessionBody, idempotency?: { key: string; requestHash: string }): Promise<CreateResult> {
     const tenant = await d.tenants.get(tenantId)
     if (!tenant) throw new ApiProblem('unauthorized')
@@ -101,7 +108,7 @@ export function createSessionRunner(d: RunnerDeps) {
         ...(idempotency ? { idempotency: { ...idempotency, status: 201, response: view } } : {}),
       })
       if (res === 'ok') {
-        d.engine.commit(plan)
+        commitOrLoad(plan)
         d.announce(id, plan.next.version, envelopes)
         return { status: 201, body: view, replayed: false }
       }
@@ -174,7 +181,7 @@ export function createSessionRunner(d: RunnerDeps) {
         }
         if (res === 'proxy-conflict') throw new ApiProblem('target-conflict')
         if (changed) {
-          d.engine.commit(plan)
+          commitOrLoad(plan)
           d.announce(id, plan.next.version, envelopes)
         }
         return await view(tenantId, id)
@@ -201,7 +208,9 @@ export function createSessionRunner(d: RunnerDeps) {
     },
     /** Expiry (spec 3.1): the engine expires in memory; the database decides who writes the event. */
     async expireDue(): Promise<number> {
-      const due = d.engine.tick(d.now())
+      // Bounded per sweep so a burst of deadlines never blocks the event loop; the rest stop
+      // routing at expiresAt anyway and expire on the next sweep.
+      const due = d.engine.tick(d.now(), EXPIRY_BATCH)
       if (!due.length) return 0
       let written = 0
       for (let i = 0; i < due.length; i += 500) {

@@ -1,0 +1,281 @@
+// The routing engine of one node: every live session in memory, indexed by proxy and caller for
+// routing, by id for commands, and by deadline for expiry. Pure: it never reads a clock or does
+// I/O. Commands are planned (no mutation), persisted by the caller, then committed; only commit()
+// and tick() change memory and emit events (STYLE 1, 3).
+import { createNanoEvents, type Emitter } from 'nanoevents'
+import { allocateProxy } from './allocate-proxy.js'
+import { IndexConflictError, UnknownTenantError } from './errors.js'
+import { eventOf, type EngineEvent } from './events.js'
+import { ExpiryHeap } from './expiry-heap.js'
+import { LiveSession } from './live-session.js'
+import { NumberPool, type ProxyNumber } from './number-pool.js'
+import { PartyIndex, e164Key } from './party-index.js'
+import type { CreateInput, OkPlan, Plan } from './plan.js'
+import { regionOf } from './region.js'
+import { routeCall, type RouteDecision } from './route-decision.js'
+import { expire, isLive, step, type SessionMsg } from './session.js'
+import { TenantSlot } from './tenant-slot.js'
+import { Tombstones } from './tombstones.js'
+import { TIER_LIMITS, type E164, type SessionId, type SessionRecord, type TenantRouting } from './types.js'
+
+export interface EngineEvents {
+  event: (e: EngineEvent) => void
+}
+
+export interface EngineOptions {
+  /** NUMBER_COOLDOWN_SECONDS × 1000 (spec 3.1). */
+  cooldownMs: number
+  limits?: typeof TIER_LIMITS
+  /** How long a session that left memory is remembered, to refuse its stale versions. */
+  tombstoneMs?: number
+}
+
+export type PoolCount = { region: string; provider: string; total: number; available: number; inUse: number; cooldown: number }
+
+const MINUTE = 60_000
+
+export class Engine {
+  readonly emitter: Emitter<EngineEvents> = createNanoEvents<EngineEvents>()
+  readonly #pool: NumberPool
+  readonly #limits: typeof TIER_LIMITS
+  readonly #tenants = new Map<string, TenantSlot>()
+  readonly #sessions = new Map<string, LiveSession>()
+  readonly #index = new PartyIndex()
+  readonly #timers = new ExpiryHeap<LiveSession>()
+  readonly #tombstones: Tombstones
+  /** The latest `now` given to tick(); stamps tombstones. */
+  #clock = -Infinity
+
+  constructor(opts: EngineOptions) {
+    this.#pool = new NumberPool(opts.cooldownMs)
+    this.#limits = opts.limits ?? TIER_LIMITS
+    this.#tombstones = new Tombstones(opts.tombstoneMs ?? 15 * MINUTE)
+  }
+
+  /** Sessions share the slot, so a changed config (expiredCallBehavior, consent audio) routes at once. */
+  upsertTenant(t: TenantRouting): void {
+    const slot = this.#tenants.get(t.id)
+    if (slot === undefined) this.#tenants.set(t.id, new TenantSlot(t))
+    else slot.routing = t
+  }
+
+  /** Idempotent: a number already in the pool keeps its region, provider and state. */
+  addNumbers(nums: ReadonlyArray<{ number: E164; region: string; provider: string }>): void {
+    for (const n of nums) this.#pool.add(n.number, n.region, n.provider)
+  }
+
+  planCreate(input: CreateInput, now: number, exclude?: ReadonlySet<string>): Plan {
+    const tenant = this.#tenant(input.tenantId)
+    // spec 8.2: PENDING, ACTIVE and GRACE_PERIOD sessions count.
+    if (tenant.live >= this.#limits[tenant.routing.tier].concurrentSessions) {
+      return { ok: false, rejection: 'tier-session-limit' }
+    }
+    const proxy = allocateProxy(this.#pool, {
+      index: this.#index,
+      tenant,
+      agent: e164Key(input.agentPhone),
+      customer: e164Key(input.customerPhone),
+      regions: preferredRegions(input.customerPhone, input.agentPhone),
+      now,
+      exclude,
+    })
+    if (proxy === null) return { ok: false, rejection: 'pool-exhausted' }
+    // Field by field: a record carries exactly its fields, whatever else the input object holds.
+    const next: SessionRecord = {
+      id: input.id,
+      tenantId: input.tenantId,
+      proxyNumber: proxy.number,
+      state: 'ACTIVE',
+      directionMode: input.directionMode,
+      gracePeriodMinutes: input.gracePeriodMinutes,
+      maxDurationMinutes: input.maxDurationMinutes,
+      recordingEnabled: input.recordingEnabled,
+      consentPrompt: input.consentPrompt,
+      agentPhone: input.agentPhone,
+      customerPhone: input.customerPhone,
+      createdAt: now,
+      activatedAt: now,
+      expiresAt: now + input.maxDurationMinutes * MINUTE, // spec 3.1: the hard timeout
+      endedAt: null,
+      expiredAt: null,
+      version: 1,
+    }
+    const events = [eventOf('session.created', now, next), eventOf('session.activated', now, next)]
+    return { ok: true, prev: null, next, events, changed: true }
+  }
+
+  /** step() plus the checks that need the index. Works on records not held in memory too. */
+  plan(rec: SessionRecord, m: SessionMsg, now: number): Plan {
+    const r = step(rec, m, now)
+    if (!r.ok) return { ok: false, rejection: r.rejection }
+    if (r.changed && m.type === 'swap-target') {
+      // spec 4.2: the new target may not take part in another live session on the same proxy.
+      const other = this.#index.get(e164Key(rec.proxyNumber), e164Key(m.customerPhone))
+      if (other !== undefined && other.id !== rec.id) return { ok: false, rejection: 'target-conflict' }
+    }
+    return { ok: true, prev: rec, next: r.next, events: r.events, changed: r.changed }
+  }
+
+  /**
+   * Applies a persisted plan, then emits its events. A plan whose version is not newer than the
+   * one held (or than a session's final version) is ignored, so committing twice is harmless.
+   * Throws IndexConflictError, changing nothing, if the plan clashes with a live session.
+   */
+  commit(plan: OkPlan): void {
+    if (!this.#apply(plan.next, true)) return
+    for (const e of plan.events) this.emitter.emit('event', e)
+  }
+
+  /**
+   * Boot and cross-node sync: upsert by version, drop the session if it is no longer live. The
+   * store is the truth, so live sessions the record clashes with are dropped. Emits nothing.
+   */
+  load(rec: SessionRecord): void {
+    this.#apply(rec, false)
+  }
+
+  /**
+   * Expires every live session due at `now`, earliest deadline first; returns the EXPIRED records
+   * for the caller to persist. `max` bounds the work of one call (a burst of a million deadlines
+   * would otherwise block the event loop for seconds): call again while it returns `max` records.
+   * Due sessions stop routing at expiresAt whether or not the tick has run.
+   */
+  tick(now: number, max = Infinity): SessionRecord[] {
+    if (now > this.#clock) this.#clock = now
+    const expired: SessionRecord[] = []
+    const events: EngineEvent[] = []
+    for (let s = this.#timers.peek(); s !== undefined && s.expiresAt <= now && expired.length < max; s = this.#timers.peek()) {
+      const r = expire(s.toRecord(), now) // the timer-fired row of step(): held sessions are live
+      this.#remove(s, now)
+      this.#tombstones.add(s.id, r.next.version, now)
+      expired.push(r.next)
+      events.push(...r.events)
+    }
+    this.#tombstones.prune(now)
+    for (const e of events) this.emitter.emit('event', e)
+    return expired
+  }
+
+  /** The hot path of every inbound call and SMS. */
+  route(proxy: string, caller: string, now: number): RouteDecision {
+    return routeCall(this.#pool, this.#index, proxy, caller, now)
+  }
+
+  /** A live session (PENDING, ACTIVE, GRACE_PERIOD); ended ones are in the store only. */
+  get(id: SessionId): SessionRecord | undefined {
+    return this.#sessions.get(id)?.toRecord()
+  }
+
+  liveCount(tenantId: string): number {
+    return this.#tenants.get(tenantId)?.live ?? 0
+  }
+
+  poolCounts(now: number): PoolCount[] {
+    return this.#pool.counts(now)
+  }
+
+  size(): number {
+    return this.#sessions.size
+  }
+
+  #tenant(id: string): TenantSlot {
+    const slot = this.#tenants.get(id)
+    if (slot === undefined) throw new UnknownTenantError(id)
+    return slot
+  }
+
+  /** Returns false when the record is stale and nothing changed. */
+  #apply(rec: SessionRecord, strict: boolean): boolean {
+    let held = this.#sessions.get(rec.id)
+    if (held !== undefined ? rec.version <= held.version : this.#tombstones.covers(rec.id, rec.version)) return false
+    if (!isLive(rec.state)) {
+      const at = rec.expiredAt ?? rec.endedAt ?? rec.expiresAt
+      if (held !== undefined) this.#remove(held, at)
+      this.#tombstones.add(rec.id, rec.version, Math.max(at, this.#clock))
+      return true
+    }
+    const tenant = this.#tenant(rec.tenantId)
+    if (e164Key(rec.agentPhone) === 0 || e164Key(rec.customerPhone) === 0 || e164Key(rec.proxyNumber) === 0) {
+      throw new Error(`engine: session ${rec.id} has a number that is not E.164`)
+    }
+    // A live session on a number no longer configured keeps routing until it expires.
+    const proxy = this.#pool.numbers.get(rec.proxyNumber) ??
+      this.#pool.add(rec.proxyNumber, regionOf(rec.proxyNumber) ?? 'unknown', 'unknown')
+    const clashes = this.#clashes(proxy, tenant, rec, strict)
+    if (held !== undefined && (held.proxy !== proxy || held.tenant !== tenant)) {
+      this.#remove(held, this.#clock) // sessions never move; a record saying otherwise starts over
+      held = undefined
+    }
+    for (const s of clashes) this.#remove(s, this.#clock)
+    if (held === undefined) this.#insert(rec, proxy, tenant)
+    else this.#update(held, rec)
+    return true
+  }
+
+  #insert(rec: SessionRecord, proxy: ProxyNumber, tenant: TenantSlot): void {
+    const s = new LiveSession(rec, proxy, tenant)
+    this.#pool.acquire(proxy, tenant)
+    tenant.advance(proxy)
+    this.#wire(s)
+    tenant.live++
+    this.#sessions.set(s.id, s)
+    this.#timers.push(s)
+  }
+
+  #update(s: LiveSession, rec: SessionRecord): void {
+    const expiresAt = s.expiresAt
+    this.#unwire(s) // a swap unwires the previous customer at once (spec 3.1)
+    s.assign(rec)
+    this.#wire(s)
+    if (s.expiresAt !== expiresAt) this.#timers.update(s)
+  }
+
+  /** Out of memory: unwired, quota down, the proxy released into cooldown from `at`. */
+  #remove(s: LiveSession, at: number): void {
+    this.#sessions.delete(s.id)
+    this.#timers.remove(s)
+    this.#unwire(s)
+    s.tenant.live--
+    this.#pool.release(s.proxy, at)
+  }
+
+  /**
+   * Live sessions rec may not share its proxy with: another tenant's, or sharing a participant.
+   * Strict (commit): throws instead, before anything changed.
+   */
+  #clashes(proxy: ProxyNumber, tenant: TenantSlot, rec: SessionRecord, strict: boolean): LiveSession[] {
+    if (proxy.live === 0) return []
+    if (proxy.owner !== tenant) {
+      if (strict) throw new IndexConflictError(rec.id, `its proxy is held by tenant ${proxy.owner?.routing.id}`)
+      // Only a load() of a record the store knows better gets here: a full scan is fine.
+      return [...this.#sessions.values()].filter(s => s.proxy === proxy && s.id !== rec.id)
+    }
+    const out: LiveSession[] = []
+    for (const phone of [rec.agentPhone, rec.customerPhone]) {
+      const s = this.#index.get(proxy.key, e164Key(phone))
+      if (s !== undefined && s.id !== rec.id && !out.includes(s)) out.push(s)
+    }
+    if (out.length > 0 && strict) throw new IndexConflictError(rec.id, `shares a party on its proxy with ${out.map(s => s.id).join(', ')}`)
+    return out
+  }
+
+  #wire(s: LiveSession): void {
+    this.#index.set(s.proxy.key, e164Key(s.agent), true, s)
+    this.#index.set(s.proxy.key, e164Key(s.customer), false, s)
+  }
+
+  #unwire(s: LiveSession): void {
+    this.#index.delete(s.proxy.key, e164Key(s.agent), s)
+    this.#index.delete(s.proxy.key, e164Key(s.customer), s)
+  }
+}
+
+function preferredRegions(customer: string, agent: string): string[] {
+  // DECISIONS 4: the customer's country, else the agent's, else any region.
+  const c = regionOf(customer)
+  const a = regionOf(agent)
+  const out: string[] = []
+  if (c !== null) out.push(c)
+  if (a !== null && a !== c) out.push(a)
+  return out
+}

@@ -1,0 +1,92 @@
+// All pending expiries in one binary min-heap: a million sessions cost two array slots each and no
+// timer objects. Each item stores its own position, so re-arming (end, patch) and removal are
+// O(log n) instead of a search. Keys live in a parallel array of doubles: sifting compares without
+// touching the session objects.
+
+export interface HeapItem {
+  heapPos: number
+  expiresAt: number
+}
+
+export class ExpiryHeap<T extends HeapItem> {
+  readonly #items: T[] = []
+  readonly #keys: number[] = []
+
+  get size(): number {
+    return this.#items.length
+  }
+
+  peek(): T | undefined {
+    return this.#items[0]
+  }
+
+  push(item: T): void {
+    item.heapPos = this.#items.length
+    this.#items.push(item)
+    this.#keys.push(item.expiresAt)
+    this.#up(item.heapPos)
+  }
+
+  remove(item: T): void {
+    const i = item.heapPos
+    if (i < 0 || this.#items[i] !== item) return
+    const last = this.#items.pop() as T
+    const lastKey = this.#keys.pop() as number
+    item.heapPos = -1
+    if (last === item) return
+    this.#items[i] = last
+    this.#keys[i] = lastKey
+    last.heapPos = i
+    this.#down(i)
+    this.#up(last.heapPos)
+  }
+
+  /** After item.expiresAt changed. */
+  update(item: T): void {
+    const i = item.heapPos
+    if (i < 0 || this.#items[i] !== item) return
+    const old = this.#keys[i]
+    this.#keys[i] = item.expiresAt
+    if (item.expiresAt < old) this.#up(i)
+    else this.#down(i)
+  }
+
+  #up(i: number): void {
+    const items = this.#items
+    const keys = this.#keys
+    const item = items[i]
+    const key = keys[i]
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (keys[parent] <= key) break
+      items[i] = items[parent]
+      keys[i] = keys[parent]
+      items[i].heapPos = i
+      i = parent
+    }
+    items[i] = item
+    keys[i] = key
+    item.heapPos = i
+  }
+
+  #down(i: number): void {
+    const items = this.#items
+    const keys = this.#keys
+    const n = items.length
+    const item = items[i]
+    const key = keys[i]
+    for (;;) {
+      let child = 2 * i + 1
+      if (child >= n) break
+      if (child + 1 < n && keys[child + 1] < keys[child]) child++
+      if (keys[child] >= key) break
+      items[i] = items[child]
+      keys[i] = keys[child]
+      items[i].heapPos = i
+      i = child
+    }
+    items[i] = item
+    keys[i] = key
+    item.heapPos = i
+  }
+}

@@ -1,0 +1,11 @@
+// The engine's public surface: the gateway and the API import from here only.
+export { Engine, type EngineEvents, type EngineOptions, type PoolCount } from './engine.js'
+export { IndexConflictError, UnknownTenantError } from './errors.js'
+export { ENGINE_EVENT_TYPES, type EngineEvent, type EngineEventType } from './events.js'
+export { Mailboxes } from './mailbox.js'
+export type { CreateInput, OkPlan, Plan } from './plan.js'
+export { regionOf } from './region.js'
+export { REJECTIONS, type Rejection } from './rejections.js'
+export type { RouteDecision } from './route-decision.js'
+export { isLive, step, type SessionMsg, type StepResult } from './session.js'
+export * from './types.js'

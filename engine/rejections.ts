@@ -1,0 +1,15 @@
+// Why a session command is refused. Slugs only (STYLE 4): the API maps each to its problem
+// document in one catalog; the engine knows nothing about HTTP. 'not-found' is listed for that
+// catalog but never produced by the engine: the caller answers it when neither memory nor the
+// store holds the session.
+
+export const REJECTIONS = [
+  'not-found',
+  'session-end-failed',
+  'target-conflict',
+  'invalid-target',
+  'pool-exhausted',
+  'tier-session-limit',
+] as const
+
+export type Rejection = (typeof REJECTIONS)[number]

@@ -1,0 +1,76 @@
+// What an inbound call or SMS on a proxy should do (spec 3.1, DECISIONS 4-5). Computed on the
+// hot path: one probe of the PartyIndex, the session's flags and deadline, one small object.
+import {
+  CONSENT_CUSTOM, MODE_A_TO_B_ONLY, MODE_B_TO_A_ONLY, RECORDING, STATE_PENDING, consentOf,
+  type LiveSession,
+} from './live-session.js'
+import type { NumberPool } from './number-pool.js'
+import { e164Key, type PartyIndex } from './party-index.js'
+import type { CallDirection, ConsentPrompt, E164, SessionId, TenantId, TenantRouting } from './types.js'
+
+export type RouteDecision =
+  | {
+    kind: 'connect'
+    sessionId: SessionId
+    tenantId: TenantId
+    direction: CallDirection
+    /** The other party's real number: dial it or forward to it. */
+    to: E164
+    /** The proxy, shown to the called party. */
+    callerId: E164
+    recording: boolean
+    consent: ConsentPrompt
+    /** The tenant's custom consent audio when consent is CUSTOM, else null. */
+    consentAudioUrl: string | null
+  }
+  | { kind: 'direction-not-allowed'; sessionId: SessionId; tenantId: TenantId; direction: CallDirection }
+  /**
+   * A pool number on which this caller has no routable session (expired, swapped away, stranger):
+   * apply tenant.expiredCallBehavior. tenant holds or last held the number; null if never used.
+   */
+  | { kind: 'no-session'; proxy: E164; tenant: TenantRouting | null }
+  | { kind: 'unknown-proxy' }
+
+const UNKNOWN_PROXY: RouteDecision = Object.freeze({ kind: 'unknown-proxy' })
+
+export function routeCall(pool: NumberPool, index: PartyIndex, proxy: string, caller: string, now: number): RouteDecision {
+  const slot = index.find(e164Key(proxy), e164Key(caller))
+  if (slot < 0) return noSession(pool, proxy)
+  const s = index.sessionAt(slot)
+  // Routable: ACTIVE or GRACE_PERIOD (not PENDING) and before expiresAt (DECISIONS 4), even if
+  // the expiry tick has not run yet.
+  if ((s.flags & 3) === STATE_PENDING || now >= s.expiresAt) return noSession(pool, proxy)
+  const mode = (s.flags >> 2) & 3
+  // spec 3.1: A_TO_B_ONLY lets only the agent call out, B_TO_A_ONLY only party B.
+  if (index.isAgentAt(slot)) {
+    return mode === MODE_B_TO_A_ONLY ? notAllowed(s, 'A_TO_B') : connect(s, proxy, 'A_TO_B', s.customer)
+  }
+  return mode === MODE_A_TO_B_ONLY ? notAllowed(s, 'B_TO_A') : connect(s, proxy, 'B_TO_A', s.agent)
+}
+
+function noSession(pool: NumberPool, proxy: string): RouteDecision {
+  const p = pool.numbers.get(proxy)
+  if (p === undefined) return UNKNOWN_PROXY
+  return { kind: 'no-session', proxy: p.number, tenant: p.owner === null ? null : p.owner.routing }
+}
+
+/** callerId is the proxy as given: equal to s.proxy.number, and already in cache. */
+function connect(s: LiveSession, proxy: string, direction: CallDirection, to: E164): RouteDecision {
+  const routing = s.tenant.routing
+  const custom = ((s.flags >> 4) & 3) === CONSENT_CUSTOM
+  return {
+    kind: 'connect',
+    sessionId: s.id,
+    tenantId: routing.id,
+    direction,
+    to,
+    callerId: proxy as E164,
+    recording: (s.flags & RECORDING) !== 0,
+    consent: consentOf(s.flags),
+    consentAudioUrl: custom ? routing.recordingConsentAudioUrl : null,
+  }
+}
+
+function notAllowed(s: LiveSession, direction: CallDirection): RouteDecision {
+  return { kind: 'direction-not-allowed', sessionId: s.id, tenantId: s.tenant.routing.id, direction }
+}
