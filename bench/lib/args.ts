@@ -1,0 +1,78 @@
+// Command line of `npm run bench`: `[--smoke] [--sessions N] [--only a,b] [--duration s] [--connections N]`.
+export const SCENARIO_IDS = ['voice', 'ed25519', 'sms', 'create', 'read', 'memory', 'fanout'] as const
+export type ScenarioId = (typeof SCENARIO_IDS)[number]
+
+export const BASELINE_IDS = ['hello', 'callback-uws', 'fastify', 'verify', 'insert'] as const
+export type BaselineId = (typeof BASELINE_IDS)[number]
+
+export type StepId = ScenarioId | BaselineId
+
+/** What each scenario's ratios and targets are measured against (run automatically with it). */
+export const NEEDS: Record<ScenarioId, readonly BaselineId[]> = {
+  voice: ['hello', 'callback-uws', 'fastify'],
+  ed25519: ['verify'],
+  sms: ['hello'],
+  create: ['insert'],
+  read: ['hello'],
+  memory: [],
+  fanout: [],
+}
+
+export interface Options {
+  smoke: boolean
+  sessions: number
+  /** Seconds of load per measured run. */
+  duration: number
+  /** Seconds of the unloaded (1 connection) latency runs. */
+  unloadedDuration: number
+  /** Seconds of warm-up before each measured run (JIT, connection pools). */
+  warmup: number
+  connections: number
+  steps: ReadonlySet<StepId>
+  /** The command line as given, for the report. */
+  command: string
+}
+
+export class UsageError extends Error {}
+
+export function parseArgs(argv: readonly string[]): Options {
+  const smoke = argv.includes('--smoke')
+  const value = (name: string): string | undefined => {
+    const i = argv.indexOf(name)
+    if (i === -1) return undefined
+    const v = argv[i + 1]
+    if (v === undefined || v.startsWith('--')) throw new UsageError(`${name} needs a value`)
+    return v
+  }
+  const num = (name: string, dflt: number, min: number): number => {
+    const v = value(name)
+    if (v === undefined) return dflt
+    const n = Number(v.replaceAll('_', ''))
+    if (!Number.isFinite(n) || n < min) throw new UsageError(`${name} must be a number ≥ ${min}`)
+    return n
+  }
+  const known = new Set(['--smoke', '--sessions', '--only', '--duration', '--connections'])
+  for (const a of argv) if (a.startsWith('--') && !known.has(a)) throw new UsageError(`unknown option ${a}`)
+
+  const sessions = Math.round(num('--sessions', smoke ? 2_000 : 1_000_000, 10))
+  const duration = num('--duration', smoke ? 1 : 10, 0.5)
+  const only = value('--only')
+  const steps = new Set<StepId>()
+  const all: readonly string[] = [...SCENARIO_IDS, ...BASELINE_IDS]
+  const picked = only === undefined ? [...SCENARIO_IDS] : only.split(',').map(s => s.trim()).filter(Boolean)
+  for (const p of picked) {
+    if (!all.includes(p)) throw new UsageError(`--only: unknown step "${p}" (known: ${all.join(', ')})`)
+    steps.add(p as StepId)
+    if ((SCENARIO_IDS as readonly string[]).includes(p)) for (const b of NEEDS[p as ScenarioId]) steps.add(b)
+  }
+  return {
+    smoke,
+    sessions,
+    duration,
+    unloadedDuration: smoke ? Math.min(1, duration) : Math.max(2, Math.min(5, duration / 2)),
+    warmup: smoke ? 0 : Math.min(3, Math.max(1, duration / 5)),
+    connections: Math.round(num('--connections', 32, 1)),
+    steps,
+    command: ['npm run bench', ...(argv.length ? ['--', ...argv] : [])].join(' '),
+  }
+}

@@ -1,0 +1,129 @@
+// The human side of a run: bench/results/latest.md (machine, command, targets met or not, every
+// figure, the latency chart inline) and the "## Bench suite" section of bench/RESULTS.md, whose
+// other sections belong to other benches and are kept as they are.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import type { Machine } from './machine.js'
+import { formatValue, type Results, type TargetResult } from './results.js'
+import { formatMicros, latencyChart } from './svg-chart.js'
+
+export interface RunInfo {
+  date: string
+  command: string
+  machine: Machine
+  revision: string
+  loadGenerator: string
+  pinning: string
+  database: string
+  redis: string
+  population: string
+  load: string
+  /** How the service ran (compiled entry or sources). */
+  service: string
+  /** 1-minute load average at the start and the end: the machine may be shared. */
+  loadAverage: string
+  durationS: number
+}
+
+const mark = (t: TargetResult) => (t.met === null ? '➖ not measured' : t.met ? '✅ met' : '❌ not met')
+
+function header(info: RunInfo): string[] {
+  const m = info.machine
+  return [
+    `- Date: ${info.date}`,
+    `- Command: \`${info.command}\``,
+    `- Machine: ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.platform}${m.kernel ? ` (Linux ${m.kernel})` : ''}`,
+    `- Node: ${m.node}; revision ${info.revision}`,
+    `- Load generator: ${info.loadGenerator}`,
+    `- Pinning: ${info.pinning}`,
+    `- Service: ${info.service}`,
+    `- Database: ${info.database}; Redis: ${info.redis}`,
+    `- Population: ${info.population}`,
+    `- Load: ${info.load}`,
+    `- Whole run: ${Math.round(info.durationS)} s; 1-minute load average ${info.loadAverage}`,
+  ]
+}
+
+function targetLines(r: Results): string[] {
+  const sorted = [...r.targets].sort((a, b) => a.scenario.localeCompare(b.scenario, 'en', { numeric: true }))
+  return sorted.length ? sorted.map(t => `- ${mark(t)} — ${t.scenario}: ${t.text} (${t.detail})`) : ['- no target was measured in this run']
+}
+
+function figureTable(r: Results): string[] {
+  return ['| figure | value | unit |', '|---|---:|---|', ...r.figures.map(f => `| \`${f.name}\` | ${formatValue(f.value)} | ${f.unit} |`)]
+}
+
+function latencyTable(r: Results): string[] {
+  return ['| run | p50 | p90 | p99 | p99.9 |', '|---|---:|---:|---:|---:|',
+    ...r.latencies.map(l => `| ${l.label} | ${formatMicros(l.p50)} | ${formatMicros(l.p90)} | ${formatMicros(l.p99)} | ${formatMicros(l.p999)} |`)]
+}
+
+export function writeLatest(path: string, info: RunInfo, r: Results, jsonlName: string): string {
+  const svg = latencyChart(r.latencies)
+  const lines = [
+    `# maskline bench: ${info.date}`,
+    '',
+    'How close maskline gets to what this machine can do: every ratio is against a baseline measured',
+    'in the same run (bare uWS, fastify, an Ed25519 verify loop, an INSERT loop), because machines are noisy.',
+    '',
+    ...header(info),
+    `- Raw results: \`bench/results/${jsonlName}\` (JSON lines)`,
+    '',
+    '## Targets',
+    '',
+    ...targetLines(r),
+    '',
+    '## Latency percentiles',
+    '',
+    svg,
+    '',
+    ...latencyTable(r),
+    '',
+    '## Figures',
+    '',
+    ...figureTable(r),
+    '',
+  ]
+  if (r.skips.length) lines.push('## Skipped', '', ...r.skips.map(s => `- ${s.step}: ${s.reason}`), '')
+  if (r.notes.length) lines.push('## Notes', '', ...r.notes.map(n => `- ${n}`), '')
+  writeFileSync(path, lines.join('\n'))
+  return svg
+}
+
+export const SECTION = '## Bench suite'
+
+/** Replaces (or appends) the "## Bench suite" section; every other section is left untouched. */
+export function updateResultsSection(path: string, info: RunInfo, r: Results): void {
+  const body = [
+    SECTION,
+    '',
+    `Written by \`npm run bench\` (bench/run.ts); the full report with the latency chart is bench/results/latest.md.`,
+    '',
+    ...header(info),
+    '',
+    '### Targets',
+    '',
+    ...targetLines(r),
+    '',
+    '### Latency',
+    '',
+    ...latencyTable(r),
+    '',
+    '### Figures',
+    '',
+    ...figureTable(r),
+    '',
+    ...(r.skips.length ? ['### Skipped', '', ...r.skips.map(s => `- ${s.step}: ${s.reason}`), ''] : []),
+  ].join('\n')
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : '# Bench results\n'
+  const lines = text.split('\n')
+  const start = lines.findIndex(l => l.trim() === SECTION)
+  let next: string
+  if (start === -1) {
+    next = text.replace(/\n*$/, '\n\n') + body
+  } else {
+    let end = lines.findIndex((l, k) => k > start && /^## /.test(l))
+    if (end === -1) end = lines.length
+    next = [...lines.slice(0, start), ...body.split('\n'), ...lines.slice(end)].join('\n')
+  }
+  writeFileSync(path, next.replace(/\n*$/, '\n'))
+}

@@ -1,0 +1,248 @@
+// `npm run bench`: drives the real service over loopback and reports how close it gets to what
+// this machine can do, as ratios against baselines measured in the same run (STYLE 8).
+//
+//   node --expose-gc --import tsx bench/run.ts [--smoke] [--sessions N] [--only a,b] [--duration s] [--connections N]
+//
+// Steps (--only picks scenarios; the baselines they are compared with come along):
+//   baselines  hello, callback-uws, fastify (bench/baselines/), verify (Ed25519 loop), insert (INSERT loop)
+//   scenarios  voice (1), ed25519 (2), sms (3), create (4), read (5), memory (6), fanout (7)
+// Servers run as child processes on core 1, wrk (or autocannon) on core 0, when taskset and two
+// cores exist. Output: `# …` progress, `bench: <name> <value> <unit>` per figure,
+// bench/results/<stamp>.jsonl, bench/results/latest.md (with the latency chart) and the
+// "## Bench suite" section of bench/RESULTS.md (a --smoke run writes bench/results/smoke.md only). Exit 0 unless a step that could run failed.
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { generateTelnyxKeyPair } from '../test/support/callback-driver.js'
+import { parseArgs, UsageError, type Options, type StepId } from './lib/args.js'
+import { createBenchDatabase, type BenchDatabase } from './lib/database.js'
+import { describeMachine, detectPinning, findLoadGenerator, gitRevision } from './lib/machine.js'
+import { loadPopulation, planPopulation, type Loaded } from './lib/population.js'
+import { updateResultsSection, writeLatest, type RunInfo } from './lib/report.js'
+import { progress, Results } from './lib/results.js'
+import { latencyChart } from './lib/svg-chart.js'
+import { baselineCallbackUws, baselineFastify, baselineHello, baselineInsert, baselineVerify } from './scenarios/baselines.js'
+import type { Ctx, Keys } from './scenarios/common.js'
+import { fanoutScenario } from './scenarios/fanout.js'
+import { bootFigures, engineHeap } from './scenarios/memory.js'
+import { createScenario, fetchTokens, readScenario } from './scenarios/rest.js'
+import { ensureServiceBuilt, serviceEntry, startService, type Service, type ServiceConfig } from './scenarios/service.js'
+import { smsScenario, startSmsProbe, type SmsProbe } from './scenarios/sms.js'
+import { voiceFiles, voiceScenario } from './scenarios/voice.js'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+process.chdir(ROOT)
+
+let opts: Options
+try {
+  opts = parseArgs(process.argv.slice(2))
+} catch (err) {
+  if (!(err instanceof UsageError)) throw err
+  console.error(`bench: ${err.message}`)
+  process.exit(2)
+}
+
+const started = Date.now()
+const stamp = new Date(started).toISOString().replace(/[:.]/g, '-')
+const machine = describeMachine()
+const pin = detectPinning()
+const gen = findLoadGenerator(progress)
+const pop = planPopulation(opts.sessions, opts.duration)
+const databaseUrl = process.env.DATABASE_URL || undefined
+const info: RunInfo = {
+  date: new Date(started).toISOString(),
+  command: opts.command,
+  machine,
+  revision: gitRevision(),
+  loadGenerator: `${gen.kind} ${gen.version} (${gen.how})`,
+  pinning: pin.why,
+  database: databaseUrl ? 'real Postgres (DATABASE_URL)' : 'embedded PGlite (no DATABASE_URL)',
+  redis: process.env.REDIS_URL ? 'REDIS_URL' : 'none (in-process bus)',
+  population: `${pop.sessions.toLocaleString('en')} live sessions on ${pop.proxies.toLocaleString('en')} proxy numbers, ${pop.tenants} ENTERPRISE tenants`,
+  load: `${opts.duration} s per run after ${opts.warmup} s warm-up, ${opts.connections} connections, 1 load thread; unloaded runs: 1 connection, ${opts.unloadedDuration} s`,
+  service: 'not started',
+  loadAverage: `${loadavg()[0]!.toFixed(1)} at the start`,
+  durationS: 0,
+}
+const resultsDir = join(ROOT, 'bench', 'results')
+mkdirSync(resultsDir, { recursive: true })
+// Service logs of a 1M run are megabytes: keep those of the last few runs only (JSON lines stay).
+const logStamps = [...new Set(readdirSync(resultsDir).filter(f => f.endsWith('.log')).map(f => f.slice(0, 24)))].sort()
+for (const old of logStamps.slice(0, -4)) for (const f of readdirSync(resultsDir)) if (f.startsWith(old) && f.endsWith('.log')) rmSync(join(resultsDir, f))
+const results = new Results(join(resultsDir, `${stamp}.jsonl`), { ...info, smoke: opts.smoke, steps: [...opts.steps] })
+
+progress(`maskline bench${opts.smoke ? ' (smoke)' : ''}: ${info.population}`)
+progress(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB; node ${machine.node}; load average ${loadavg()[0]!.toFixed(1)}`)
+if (loadavg()[0]! > machine.cores / 2) results.note(`the machine was busy at the start (1-minute load average ${loadavg()[0]!.toFixed(1)} on ${machine.cores} cores): absolute figures are low, ratios against the same-run baselines less so`)
+progress(`load generator: ${info.loadGenerator}`)
+if (gen.kind === 'autocannon') results.note('autocannon records latency in whole milliseconds: sub-millisecond percentiles read as 0 or 1 ms, and the "+20 µs" bar cannot be judged')
+progress(`pinning: ${pin.why}`)
+progress(`load: ${info.load}`)
+progress(`steps: ${[...opts.steps].join(', ')}`)
+
+const telnyx = generateTelnyxKeyPair()
+const keys: Keys = {
+  telnyx,
+  telnyxPrivatePem: telnyx.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
+  hmacSecret: randomBytes(24).toString('base64url'),
+  jwtSecret: randomBytes(48).toString('base64url'),
+  phoneKey: randomBytes(32).toString('base64'),
+}
+const work = mkdtempSync(join(tmpdir(), 'maskline-bench-req-'))
+const ctx: Ctx = { opts, pin, gen, results, work, logPrefix: join(resultsDir, stamp), pop, keys }
+const has = (s: StepId) => opts.steps.has(s)
+let failures = 0
+
+/** Runs one step; a failure is reported and the run goes on with the next step. */
+async function step(name: string, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn()
+  } catch (err) {
+    failures++
+    results.skip(name, `failed: ${(err as Error).message.split('\n').slice(0, 12).join(' | ')}`)
+  }
+}
+
+// 1. Baselines without a database.
+if (has('hello') || has('callback-uws') || has('fastify')) {
+  const voice = voiceFiles(ctx, 'none', 'http://127.0.0.1', 'baseline')
+  if (has('hello')) await step('hello', () => baselineHello(ctx, voice))
+  if (has('callback-uws')) await step('callback-uws', () => baselineCallbackUws(ctx, voice))
+  if (has('fastify')) await step('fastify', () => baselineFastify(ctx, voice))
+}
+if (has('verify')) await step('verify', () => baselineVerify(ctx))
+
+// 2. The database: INSERT-loop baseline, then the population, then the service scenarios.
+const serviceSteps = (['voice', 'ed25519', 'sms', 'create', 'read', 'fanout', 'memory'] as const).filter(has)
+let db: BenchDatabase | null = null
+try {
+  if (has('insert') || serviceSteps.length) {
+    db = await createBenchDatabase(databaseUrl)
+    progress(`database: ${db.label}`)
+    if (!databaseUrl && has('create')) progress('scenario 4 runs on embedded PGlite here; its bar is set for real Postgres: set DATABASE_URL for that figure')
+  }
+  if (db && has('insert')) await step('insert', () => baselineInsert(ctx, db!))
+  if (db && serviceSteps.length) await serviceScenarios(db)
+} catch (err) {
+  failures++
+  results.skip('database', `failed: ${(err as Error).message.split('\n')[0]}`)
+} finally {
+  await db?.dispose().catch(() => {})
+}
+if (has('memory')) await step('memory (engine heap)', () => engineHeap(ctx))
+
+async function serviceScenarios(db: BenchDatabase): Promise<void> {
+  const missing = ensureServiceBuilt()
+  if (missing) {
+    for (const s of serviceSteps) results.skip(s, missing)
+    return
+  }
+  info.service = serviceEntry
+  if (serviceEntry !== 'dist/gateway/main.js') results.note(`service entry: ${serviceEntry}`)
+  let loadedPop: Loaded
+  {
+    progress(`population: writing ${pop.sessions.toLocaleString('en')} sessions through bulkInsertSessions (sql/sessions.ts)`)
+    const d = await db.open({ maximumPoolSize: 4 })
+    try {
+      loadedPop = await loadPopulation(d.pool, pop, Buffer.from(keys.phoneKey, 'base64'), progress)
+    } finally {
+      await d.close()
+    }
+    results.figure('population.sessions', pop.sessions, 'count')
+    results.figure('population.bulk_insert.rate', pop.sessions / (loadedPop.ms.sessions / 1000), 'sessions/s')
+    progress(`population written: migrations ${loadedPop.ms.migrate} ms, ${pop.tenants} tenants + ${pop.exchangeKeys} API keys ${loadedPop.ms.tenants} ms, sessions ${loadedPop.ms.sessions} ms`)
+  }
+
+  async function boot(cfg: ServiceConfig, steps: readonly StepId[], fn: (svc: Service) => Promise<void>): Promise<void> {
+    let svc: Service
+    try {
+      svc = await startService(ctx, db, cfg)
+    } catch (err) {
+      failures++
+      for (const s of steps) results.skip(s, `service (${cfg.name}) did not boot: ${(err as Error).message.split('\n').slice(0, 8).join(' | ')}`)
+      return
+    }
+    results.figure(`boot.${cfg.name}.ms`, svc.bootMs, 'ms')
+    ctx.serverPid = svc.pid
+    if (svc.liveSessions !== undefined && svc.liveSessions < pop.sessions) {
+      results.note(`service (${cfg.name}) rebuilt ${svc.liveSessions} live sessions, expected at least ${pop.sessions}`)
+    }
+    try {
+      await fn(svc)
+    } finally {
+      ctx.serverPid = undefined
+      await svc.stop()
+    }
+  }
+
+  // Boot 1: sandbox provider, no signature. Writes (creates, swaps) come last.
+  const first = (['voice', 'read', 'fanout', 'create', 'memory'] as const).filter(has)
+  if (first.length) {
+    await boot({ name: 'none', signature: 'none' }, first, async svc => {
+      if (has('memory')) bootFigures(ctx, svc)
+      if (has('voice')) await step('voice (none)', () => voiceScenario(ctx, svc, 'none'))
+      let tokens: string[] = []
+      if (has('read') || has('fanout') || has('create')) {
+        await step('tokens', async () => { tokens = await fetchTokens(svc, loadedPop.primary) })
+      }
+      if (tokens.length) {
+        if (has('read')) await step('read', () => readScenario(ctx, svc, tokens, loadedPop.exchange))
+        if (has('fanout')) await step('fanout', () => fanoutScenario(ctx, svc, tokens))
+        if (has('create')) await step('create', () => createScenario(ctx, svc, tokens, db.kind))
+      }
+    })
+  }
+  if (has('voice')) await boot({ name: 'hmac-sha1', signature: 'hmac-sha1' }, ['voice'], svc => step('voice (hmac-sha1)', () => voiceScenario(ctx, svc, 'hmac-sha1')))
+
+  // Boot 3: the Telnyx provider against the fake on loopback, Ed25519 signatures.
+  if (has('ed25519') || has('sms')) {
+    let probe: SmsProbe | null = null
+    await step('fake Telnyx', async () => { probe = await startSmsProbe(ctx) })
+    if (probe) {
+      const p: SmsProbe = probe
+      await boot({ name: 'telnyx', signature: 'telnyx-ed25519', telnyxBaseUrl: p.baseUrl }, ['ed25519', 'sms'], async svc => {
+        // SMS first: its forwards queue behind the record writer, which the voice run would fill.
+        if (has('sms')) await step('sms', () => smsScenario(ctx, svc, p))
+        if (has('ed25519')) await step('ed25519', () => voiceScenario(ctx, svc, 'telnyx-ed25519'))
+      })
+      p.child.proc.stdin?.end('quit\n')
+      await p.child.stop()
+    }
+  }
+
+  // The same configuration on an empty database: what N sessions add to the resident size.
+  if (has('memory') && !opts.smoke) {
+    await step('memory (empty service)', async () => {
+      const empty = await createBenchDatabase(databaseUrl)
+      try {
+        const e = await startService({ ...ctx, logPrefix: `${ctx.logPrefix}.empty` }, empty, { name: 'none-empty', signature: 'none' })
+        await e.stop()
+        const boot1 = results.get('service.boot.ms')
+        const rss1 = results.get('service.boot_rss')
+        if (boot1 !== undefined && rss1 !== undefined) {
+          results.figure('service.empty_boot.ms', e.bootMs, 'ms')
+          results.figure('service.rss_per_session', (rss1 - e.rssBytes) / pop.sessions, 'bytes')
+        }
+      } finally {
+        await empty.dispose()
+      }
+    })
+  }
+}
+
+info.durationS = (Date.now() - started) / 1000
+info.loadAverage += `, ${loadavg()[0]!.toFixed(1)} at the end`
+const jsonlName = `${stamp}.jsonl`
+// A smoke run proves the suite runs; its 1-second figures must not replace a real run's report.
+const report = opts.smoke ? 'smoke' : 'latest'
+writeLatest(join(resultsDir, `${report}.md`), info, results, jsonlName)
+writeFileSync(join(resultsDir, `${report}.svg`), latencyChart(results.latencies))
+if (!opts.smoke) updateResultsSection(join(ROOT, 'bench', 'RESULTS.md'), info, results)
+rmSync(work, { recursive: true, force: true })
+progress(`wrote bench/results/${jsonlName}, bench/results/${report}.md${opts.smoke ? ' (smoke runs leave latest.md and bench/RESULTS.md alone)' : ', bench/RESULTS.md (## Bench suite)'} in ${Math.round(info.durationS)} s`)
+const met = results.targets.filter(t => t.met === true).length
+const notMet = results.targets.filter(t => t.met === false).length
+progress(`targets: ${met} met, ${notMet} not met, ${results.targets.length - met - notMet} not measured; ${results.skips.length} skipped step(s), ${failures} failure(s)`)
+process.exit(failures ? 1 : 0)

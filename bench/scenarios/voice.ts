@@ -1,0 +1,62 @@
+// Scenarios 1 and 2: the inbound call fetch (POST /v1/webhooks/cpaas/voice) routed to a Dial, with
+// signature none, hmac-sha1 (scenario 1) and telnyx-ed25519 (scenario 2). Requests come from
+// random live sessions of the population, half from the agent, half from the customer.
+import { join } from 'node:path'
+import { writeVoiceFile } from '../lib/requests.js'
+import { progress } from '../lib/results.js'
+import { loaded, ratioTarget, requestCount, unloaded, type Ctx } from './common.js'
+import { preflight } from './preflight.js'
+import type { Service } from './service.js'
+import type { VoiceFiles } from './baselines.js'
+
+export type VoiceMode = 'none' | 'hmac-sha1' | 'telnyx-ed25519'
+
+export const voiceName = (mode: VoiceMode) => (mode === 'none' ? 'voice.none' : mode === 'hmac-sha1' ? 'voice.hmac_sha1' : 'voice.ed25519')
+
+/** Callback rates to size the request files for (above what one core answers). */
+const EXPECTED_RPS: Record<VoiceMode, number> = { none: 40_000, 'hmac-sha1': 35_000, 'telnyx-ed25519': 15_000 }
+
+export function voiceFiles(ctx: Ctx, mode: VoiceMode, publicBaseUrl: string, tag: string): VoiceFiles & { unloadedFile: string; unloadedDistinct: number } {
+  // Ed25519 signing is the slow part of preparing a run; in smoke mode ids may repeat early.
+  const cap = mode === 'telnyx-ed25519' ? (ctx.opts.smoke ? 1_000 : 100_000) : ctx.opts.smoke ? 5_000 : 300_000
+  const rps = EXPECTED_RPS[mode]
+  const signing = { mode, keyPair: ctx.keys.telnyx, hmacSecret: ctx.keys.hmacSecret, publicBaseUrl }
+  const distinct = requestCount(ctx.opts.duration, rps, cap)
+  const unloadedDistinct = requestCount(ctx.opts.unloadedDuration, 20_000, cap / 2)
+  const base = join(ctx.work, `voice-${mode}-${tag}`)
+  const t0 = Date.now()
+  writeVoiceFile(`${base}.warm.req`, requestCount(ctx.opts.warmup, rps, cap / 3, 100), ctx.pop, signing, `${tag}w`)
+  writeVoiceFile(`${base}.req`, distinct, ctx.pop, signing, tag)
+  writeVoiceFile(`${base}.unloaded.req`, unloadedDistinct, ctx.pop, signing, `${tag}u`)
+  progress(`voice requests (${mode}): ${distinct.toLocaleString('en')} + warm-up + unloaded, signed in ${Date.now() - t0} ms`)
+  return { file: `${base}.req`, warmFile: `${base}.warm.req`, distinct, unloadedFile: `${base}.unloaded.req`, unloadedDistinct }
+}
+
+export async function voiceScenario(ctx: Ctx, svc: Service, mode: VoiceMode): Promise<void> {
+  const name = voiceName(mode)
+  const files = voiceFiles(ctx, mode, svc.url, `${name}-${svc.port}`)
+  const label = `maskline voice, ${mode}`
+  await preflight(ctx, name, svc.url, files.warmFile, { status: 200, body: /<Dial/ })
+  await unloaded(ctx, { name, label, url: svc.url, file: files.unloadedFile, distinct: files.unloadedDistinct })
+  await loaded(ctx, { name, label, url: svc.url, file: files.file, warmFile: files.warmFile, distinct: files.distinct })
+
+  const r = ctx.results
+  r.ratio(`${name}.vs_hello`, `${name}.rps`, 'baseline.hello.rps')
+  r.ratio(`${name}.vs_callback_uws`, `${name}.rps`, 'baseline.callback_uws.rps')
+  r.ratio(`${name}.vs_fastify`, `${name}.rps`, 'baseline.fastify.rps')
+  const p50 = r.get(`${name}.unloaded_p50`)
+  const hello50 = r.get('baseline.hello.unloaded_p50')
+  if (p50 !== undefined && hello50 !== undefined) r.figure(`${name}.unloaded_p50_over_hello`, p50 - hello50, 'us')
+
+  if (mode === 'telnyx-ed25519') {
+    r.ratio(`${name}.vs_verify_loop`, `${name}.rps`, 'baseline.ed25519_verify.rate')
+    ratioTarget(ctx, '2. voice telnyx-ed25519', 'throughput ≥ 80 % of an Ed25519 verify-only loop on one core', `${name}.vs_verify_loop`, 0.8)
+    return
+  }
+  const s = `1. voice ${mode}`
+  ratioTarget(ctx, s, 'throughput ≥ 60 % of uWS hello', `${name}.vs_hello`, 0.6)
+  ratioTarget(ctx, s, 'throughput ≥ 2× fastify', `${name}.vs_fastify`, 2)
+  const over = r.get(`${name}.unloaded_p50_over_hello`)
+  r.target(s, 'unloaded p50 ≤ hello p50 + 20 µs', over === undefined ? null : over <= 20,
+    over === undefined ? 'not measured' : `p50 ${p50} µs vs hello ${hello50} µs: +${over} µs${ctx.gen.kind === 'autocannon' ? ' (autocannon: millisecond resolution)' : ''}`)
+}
