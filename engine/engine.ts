@@ -60,8 +60,15 @@ export class Engine {
   }
 
   /** Idempotent: a number already in the pool keeps its region, provider and state. */
-  addNumbers(nums: ReadonlyArray<{ number: E164; region: string; provider: string }>): void {
-    for (const n of nums) this.#pool.add(n.number, n.region, n.provider)
+  /**
+   * Idempotent. At boot, `releasedAt` (cooldown start) and `lastTenantId` (whose expired
+   * behaviour a call to a released number gets) restore what the store remembers.
+   */
+  addNumbers(nums: ReadonlyArray<{ number: E164; region: string; provider: string; releasedAt?: number | null; lastTenantId?: string | null }>): void {
+    for (const n of nums) {
+      const owner = n.lastTenantId ? this.#tenants.get(n.lastTenantId) ?? null : null
+      this.#pool.add(n.number, n.region, n.provider, n.releasedAt ?? -Infinity, owner)
+    }
   }
 
   planCreate(input: CreateInput, now: number, exclude?: ReadonlySet<string>): Plan {

@@ -81,7 +81,8 @@ export class NumberPool {
     this.cooldownMs = cooldownMs
   }
 
-  add(number: E164, region: string, provider: string): ProxyNumber {
+  /** `releasedAt` and `owner` restore a number's cooldown and last holder at boot. */
+  add(number: E164, region: string, provider: string, releasedAt = -Infinity, owner: TenantSlot | null = null): ProxyNumber {
     const known = this.numbers.get(number)
     if (known !== undefined) return known
     if (e164Key(number) === 0) throw new Error('engine: a pool number must be E.164')
@@ -91,9 +92,11 @@ export class NumberPool {
     let g = this.#groups.get(key)
     if (g === undefined) this.#groups.set(key, g = new PoolGroup(region, provider))
     const p = new ProxyNumber(number, r, g)
+    p.releasedAt = releasedAt
+    p.owner = owner
     g.total++
     this.numbers.set(number, p)
-    r.insertFree(p)
+    r.insertFree(p) // ordered by releasedAt: set it first
     return p
   }
 

@@ -76,6 +76,13 @@ const EXPIRY_SWEEP_MS = 250 // DECISIONS 4: expiry fires within 1 s of expiresAt
 const DAY_MS = 86_400_000
 const sqlPing = sql.unsafe`SELECT 1`
 
+/** Health must answer even when a dependency hangs: 'down' after `ms`. */
+function withTimeout(p: Promise<string>, ms: number): Promise<string> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<string>(resolve => { timer = setTimeout(() => resolve('down'), ms) })
+  return Promise.race([p, late]).finally(() => clearTimeout(timer))
+}
+
 export async function startService(opts: StartOptions): Promise<RunningService> {
   const t0 = performance.now()
   const cfg = opts.config
@@ -97,7 +104,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const tenants = new TenantDirectory(db.pool, engine)
     await tenants.loadAll()
     const numbers = await loadNumbers(db.pool)
-    engine.addNumbers(numbers.map(n => ({ number: n.number as E164, region: n.region, provider: n.provider })))
+    engine.addNumbers(numbers.map(n => ({ number: n.number as E164, region: n.region, provider: n.provider, releasedAt: n.releasedAt, lastTenantId: n.lastTenantId })))
     const liveSessions = await loadLiveSessions(db.pool, cipher, recs => { for (const r of recs) engine.load(r) })
 
     const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, onError: onError('bus') })
@@ -136,8 +143,8 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       tenants,
       poolCounts: () => engine.poolCounts(now()),
       checks: async () => ({
-        postgres: await db.pool.oneFirst(sqlPing).then(() => 'ok', () => 'down'),
-        redis: redis ? await redis.ping().then(r => (r === 'PONG' ? 'ok' : 'down'), () => 'down') : 'disabled',
+        postgres: await withTimeout(db.pool.oneFirst(sqlPing).then(() => 'ok', () => 'down'), 2_000),
+        redis: redis ? await withTimeout(redis.ping().then(r => (r === 'PONG' ? 'ok' : 'down'), () => 'down'), 2_000) : 'disabled',
       }),
       onTenantChanged: (t: TenantRouting) => {
         tenants.changed(t)

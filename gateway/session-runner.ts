@@ -41,6 +41,8 @@ export function envelopesOf(events: EngineEvent[]): EventEnvelope[] {
 }
 
 export function createSessionRunner(d: RunnerDeps) {
+  /** Expired in memory, not yet written (the database refused): retried by the next sweep. */
+  const unwritten: SessionRecord[] = []
   /** Postgres has committed: memory must follow even if a racing plan from this node got there
    * first (commit refuses a clash; load() makes memory match the committed record). */
   function commitOrLoad(plan: Extract<Plan, { ok: true }>) {
@@ -209,18 +211,26 @@ export function createSessionRunner(d: RunnerDeps) {
     /** Expiry (spec 3.1): the engine expires in memory; the database decides who writes the event. */
     async expireDue(): Promise<number> {
       // Bounded per sweep so a burst of deadlines never blocks the event loop; the rest stop
-      // routing at expiresAt anyway and expire on the next sweep.
-      const due = d.engine.tick(d.now(), EXPIRY_BATCH)
+      // routing at expiresAt anyway and expire on the next sweep. The engine forgets a session
+      // when it ticks it, so what the database did not take (it was down) is kept and retried:
+      // expireSessions only moves rows that are still live, so a retry is safe.
+      const due = [...unwritten.splice(0), ...d.engine.tick(d.now(), EXPIRY_BATCH)]
       if (!due.length) return 0
       let written = 0
       for (let i = 0; i < due.length; i += 500) {
         const batch = due.slice(i, i + 500)
         const byId = new Map<string, EventEnvelope[]>()
-        const expired = await store.expireSessions(d.db, batch, rec => {
-          const envs = envelopesOf([{ type: 'session.expired', at: rec.expiredAt ?? d.now(), sessionId: rec.id, tenantId: rec.tenantId, proxyNumber: rec.proxyNumber, state: 'EXPIRED' }])
-          byId.set(rec.id, envs)
-          return envs
-        })
+        let expired: string[]
+        try {
+          expired = await store.expireSessions(d.db, batch, rec => {
+            const envs = envelopesOf([{ type: 'session.expired', at: rec.expiredAt ?? d.now(), sessionId: rec.id, tenantId: rec.tenantId, proxyNumber: rec.proxyNumber, state: 'EXPIRED' }])
+            byId.set(rec.id, envs)
+            return envs
+          })
+        } catch (err) {
+          unwritten.push(...due.slice(i))
+          throw err
+        }
         for (const id of expired) {
           const rec = batch.find(r => r.id === id)
           d.announce(id, rec?.version ?? 0, byId.get(id) ?? [])

@@ -79,7 +79,6 @@ export function createTelephony(d: TelephonyDeps) {
       ...(status === 'FAILED' ? { endedAt: now } : {}),
     }).then(stored => {
       if (stored !== callId) return // a replay, or the write failed (reported by the writer)
-      void d.records.incrementCallCount(dec.sessionId, now)
       const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, durationSeconds: 0 }
       d.events.write(status === 'RINGING'
         ? [event('call.incoming', now, { ...base, status })]

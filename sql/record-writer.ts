@@ -144,8 +144,11 @@ export function createRecordWriter(pool: DatabasePool, opts: { flushMs?: number;
       enqueue<boolean>(done => ({ kind: 'sms-status', forwardId, status, deliveredAt, done }), false),
     flush,
     async close() {
-      closed = true
+      // Drain first: operations queued while a flush runs (e.g. by the callers it resolves) must
+      // still be written, not refused as 'writer-closed'.
       await flush()
+      while (pending.length > 0) await flush()
+      closed = true
     },
   }
 }
@@ -205,7 +208,10 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Map
     }
   }
 
-  const counts = of('call-count')
+  // spec 2.2 callCount/lastCallAt move in the same transaction as the call record they count,
+  // so a crash can never leave one without the other; a replayed call (no new row) counts nothing.
+  const newCalls = calls.filter(c => results.get(c) === c.row.id).map(c => ({ sessionId: c.row.sessionId, at: c.row.initiatedAt }))
+  const counts = [...of('call-count'), ...newCalls.map(c => ({ kind: 'call-count' as const, ...c, done: () => {} }))]
   if (counts.length > 0) {
     const agg = new Map<string, { session_id: string; n: number; at: string }>()
     for (const c of counts) {

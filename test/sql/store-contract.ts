@@ -311,8 +311,11 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     t.equal(lateId, late.id)
     t.equal(lateUpdated, true)
 
+    // callCount/lastCallAt move in the transaction of each NEW call record (26 here; the replayed
+    // CallSid counted nothing), so a crash never separates a call from its count.
+    t.match(await getSession(db.pool, tenant.id, rec.id), { callCount: 26, lastCallAt: new Date(T0 + 30_000).toISOString() })
     t.same(await Promise.all([w.incrementCallCount(rec.id, T0 + 5000), w.incrementCallCount(rec.id, T0 + 9000), w.incrementCallCount(rec.id, T0 + 7000)]), [true, true, true])
-    t.match(await getSession(db.pool, tenant.id, rec.id), { callCount: 3, lastCallAt: new Date(T0 + 9000).toISOString() })
+    t.match(await getSession(db.pool, tenant.id, rec.id), { callCount: 29, lastCallAt: new Date(T0 + 30_000).toISOString() }, 'lastCallAt never moves back')
 
     // A bad row (unknown session) fails alone: the retry applies the rest one by one.
     const orphan = { ...call(40), sessionId: uuidv7() }

@@ -69,7 +69,7 @@ async function ensureTemplate(url: string, admin: DatabasePool): Promise<string>
  * The embedded counterpart of the template database: a dump of a migrated PGlite, cached in the
  * temp directory per migration set (initdb alone takes seconds; loading a dump, well under one).
  */
-async function embeddedTemplate(): Promise<Blob> {
+export async function embeddedTemplate(): Promise<Blob> {
   const file = join(tmpdir(), `maskline-pglite-${migrationsChecksum().slice(0, 16)}.tar`)
   const lock = `${file}.lock`
   for (;;) {

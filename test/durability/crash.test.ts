@@ -1,0 +1,369 @@
+// Crash durability (real Postgres when TEST_DATABASE_URL is set, else the embedded PGlite in
+// DATA_DIR): a child process serving a concurrent load of creates, ends, swaps and voice
+// callbacks is SIGKILLed while requests are in flight. A model keeps every operation whose HTTP
+// answer was received (acknowledged). After the crash, and again after a restart on the same
+// database / DATA_DIR:
+// - every acknowledged create exists with its proxy and state, every acknowledged end and swap is
+//   reflected, and the operations in flight at the kill are each either wholly applied or not at
+//   all (participants, live counters, outbox, audit, billing: lib.ts checkInvariants);
+// - the restarted process rebuilt what routes: voice answers for every party of every session
+//   match the model (agent → current customer, customer → agent, swapped-away customer and the
+//   parties of expired sessions → DEAD_LINE), the pool counts match the database, and the tokens
+//   issued before the crash still work (the secrets survived);
+// - session.created / session.activated exist once per committed session, session.expired once
+//   per expired one;
+// - a call record and its session's call_count go together (after the crash), and a graceful
+//   stop loses neither (after the restart).
+import t from 'tap'
+import { CallbackDriver } from '../support/callback-driver.js'
+import { childData, linesWithPhoneNumbers, request, signupChild, startChild, type ChildAccount, type ChildService } from '../support/child-service.js'
+import { createPartyHasher } from '../../sql/crypto.js'
+import { checkInvariants, eventCount, LIVE, mapLimit, phoneSource, routeLabel, snapshot, voiceRoute, type Route, type Snapshot } from './lib.js'
+
+const TENANTS = 6
+const WORKERS_PER_TENANT = 3
+/** API requests per tenant in the load: STARTER allows 100 a minute (spec 8.1), a few are kept for the checks. */
+const OPS_PER_TENANT = 70
+/** The kill comes after this many acknowledged creates/ends/swaps (of at most TENANTS × OPS_PER_TENANT). */
+const KILL_AFTER = 200
+const GRACE_CHOICES = [0, 5] as const
+
+type Kind = 'create' | 'end' | 'swap'
+
+interface Tenant extends ChildAccount {
+  budget: number
+  sessions: Sess[]
+}
+
+interface Sess {
+  id: string
+  tenant: Tenant
+  agent: string
+  customer: string
+  /** Customers swapped away, oldest first. */
+  previous: string[]
+  proxy: string
+  grace: number
+  /** An end was committed (acknowledged, or found applied after the crash). */
+  ended: boolean
+  ends: number
+  swaps: number
+  /** Acknowledged create (false: a create in flight at the kill that turned out applied). */
+  acked: boolean
+  /** A request on this session is in flight: nothing else is sent for it meanwhile. */
+  busy: boolean
+}
+
+interface Op {
+  kind: Kind
+  tenant: Tenant
+  sess?: Sess
+  /** create: the request; swap: the new customer. */
+  agent?: string
+  customer?: string
+  grace?: number
+  key?: string
+  /** The answer, when one was received. */
+  status?: number
+  body?: any
+  error?: string
+}
+
+t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied, routing matches the model', async t => {
+  let lapAt = Date.now()
+  const laps: string[] = []
+  const lap = (what: string) => { laps.push(`${what} ${((Date.now() - lapAt) / 1000).toFixed(1)} s`); lapAt = Date.now() }
+  const data = await childData(t)
+  t.comment(`backend: ${data.kind}`)
+  lap('data')
+  const first = await startChild(t, data)
+  lap('start')
+  const children: ChildService[] = [first]
+  const accounts = await Promise.all(Array.from({ length: TENANTS }, () => signupChild(first.url)))
+  const tenants: Tenant[] = accounts.map(a => ({ ...a, budget: OPS_PER_TENANT, sessions: [] }))
+  const phone = phoneSource()
+  const driver = new CallbackDriver({ baseUrl: first.url, mode: 'none' })
+
+  // Before the load: one session created and ended with grace 0 expires at once, so its proxy is
+  // released and cools down (the pool state the restart must rebuild, not only the live sessions).
+  {
+    const tn = tenants[0]!
+    const agent = phone(), customer = phone()
+    const c = await request(first.url, 'POST', '/v1/sessions', { token: tn.token, headers: { 'idempotency-key': 'crash-preamble' }, body: { agentPhone: agent, customerPhone: customer, gracePeriodMinutes: 0 } })
+    t.equal(c.status, 201, 'preamble: session created')
+    t.equal((await request(first.url, 'POST', `/v1/sessions/${c.body.id}/end`, { token: tn.token })).status, 200, 'preamble: session ended with grace 0')
+    tn.budget -= 2
+    let state = ''
+    for (let i = 0; i < 40 && state !== 'EXPIRED'; i++) {
+      await new Promise(r => setTimeout(r, 100))
+      state = (await request(first.url, 'GET', `/v1/sessions/${c.body.id}`, { token: tn.token })).body.state
+      tn.budget--
+    }
+    t.equal(state, 'EXPIRED', 'preamble: expired by the sweep, its proxy released')
+    tn.sessions.push({ id: c.body.id, tenant: tn, agent, customer, previous: [], proxy: c.body.proxyNumber, grace: 0, ended: true, ends: 1, swaps: 0, acked: true, busy: false })
+  }
+
+  // ---- the load -------------------------------------------------------------------------------
+  const ops: Op[] = []
+  const voiceMismatches: string[] = []
+  const unexpected: string[] = []
+  let acked = 0
+  let voiceChecks = 0
+  let killed = false
+  let inFlightAtKill = 0
+  const inFlight = new Set<Op>()
+
+  const kill = () => {
+    if (killed) return
+    killed = true
+    inFlightAtKill = [...inFlight].length
+    first.kill('SIGKILL')
+  }
+
+  function expectedRoute(s: Sess, from: string): Route {
+    const liveNow = !s.ended || s.grace > 0
+    if (!liveNow) return { kind: 'dead' }
+    if (from === s.agent) return { kind: 'connect', to: s.customer }
+    if (from === s.customer) return { kind: 'connect', to: s.agent }
+    return { kind: 'dead' }
+  }
+
+  async function send(op: Op): Promise<void> {
+    ops.push(op)
+    inFlight.add(op)
+    try {
+      let r
+      if (op.kind === 'create') {
+        r = await request(first.url, 'POST', '/v1/sessions', {
+          token: op.tenant.token, headers: { 'idempotency-key': op.key! },
+          body: { agentPhone: op.agent, customerPhone: op.customer, gracePeriodMinutes: op.grace },
+        })
+      } else if (op.kind === 'end') {
+        r = await request(first.url, 'POST', `/v1/sessions/${op.sess!.id}/end`, { token: op.tenant.token })
+      } else {
+        r = await request(first.url, 'PATCH', `/v1/sessions/${op.sess!.id}/target`, { token: op.tenant.token, body: { customerPhone: op.customer } })
+      }
+      op.status = r.status
+      op.body = r.body
+    } catch (err) {
+      op.error = String((err as Error).cause ?? err)
+    } finally {
+      inFlight.delete(op)
+    }
+    if (op.status === undefined) return // not acknowledged: resolved after the crash
+    // Acknowledged: into the model.
+    if (op.kind === 'create') {
+      if (op.status !== 201) { unexpected.push(`create → ${op.status} ${JSON.stringify(op.body).slice(0, 200)}`); return }
+      op.tenant.sessions.push({
+        id: op.body.id, tenant: op.tenant, agent: op.agent!, customer: op.customer!, previous: [], proxy: op.body.proxyNumber,
+        grace: op.grace!, ended: false, ends: 0, swaps: 0, acked: true, busy: false,
+      })
+    } else {
+      const s = op.sess!
+      s.busy = false
+      if (op.status !== 200) { unexpected.push(`${op.kind} ${s.id} → ${op.status} ${JSON.stringify(op.body).slice(0, 200)}`); return }
+      if (op.kind === 'end') { s.ended = true; s.ends++ }
+      else { s.previous.push(s.customer); s.customer = op.customer!; s.swaps++ }
+    }
+    if (++acked >= KILL_AFTER) kill()
+  }
+
+  async function voiceCheck(tn: Tenant) {
+    const settled = tn.sessions.filter(s => !s.busy)
+    if (settled.length === 0) return
+    const s = settled[Math.floor(Math.random() * settled.length)]!
+    const parties = [s.agent, s.customer, ...s.previous]
+    const from = parties[Math.floor(Math.random() * parties.length)]!
+    s.busy = true
+    try {
+      const want = expectedRoute(s, from)
+      const got = await voiceRoute(driver, from, s.proxy)
+      if (killed) return // an answer racing the kill proves nothing either way
+      voiceChecks++
+      if (routeLabel(got) !== routeLabel(want)) voiceMismatches.push(`${s.id} from ${from === s.agent ? 'agent' : from === s.customer ? 'customer' : 'old customer'}: ${routeLabel(got)}, want ${routeLabel(want)}`)
+    } catch {
+      /* the kill */
+    } finally {
+      s.busy = false
+    }
+  }
+
+  async function worker(tn: Tenant) {
+    while (!killed && tn.budget > 0) {
+      const active = tn.sessions.filter(s => !s.busy && !s.ended)
+      const swappable = tn.sessions.filter(s => !s.busy && (!s.ended || s.grace > 0))
+      const r = Math.random()
+      tn.budget--
+      if (active.length < 3 || r < 0.45) {
+        const grace = GRACE_CHOICES[Math.floor(Math.random() * GRACE_CHOICES.length)]!
+        await send({ kind: 'create', tenant: tn, agent: phone(), customer: phone(), grace, key: `crash-${phone()}` })
+      } else if (r < 0.7) {
+        const s = active[Math.floor(Math.random() * active.length)]!
+        s.busy = true
+        await send({ kind: 'end', tenant: tn, sess: s })
+      } else {
+        const s = swappable[Math.floor(Math.random() * swappable.length)]!
+        s.busy = true
+        await send({ kind: 'swap', tenant: tn, sess: s, customer: phone() })
+      }
+      if (!killed) await voiceCheck(tn)
+    }
+  }
+
+  lap('signup+preamble')
+  const loadStarted = Date.now()
+  await Promise.all(tenants.flatMap(tn => Array.from({ length: WORKERS_PER_TENANT }, () => worker(tn))))
+  if (!killed) kill() // the budget ran out first (too many rejections): still crash
+  const exit = await first.exited
+  t.equal(exit.signal, 'SIGKILL', 'the child died of SIGKILL')
+  const unacked = ops.filter(o => o.status === undefined)
+  t.comment(`load: ${ops.length} creates/ends/swaps sent in ${Date.now() - loadStarted} ms, ${acked} acknowledged, ${unacked.length} in flight at the kill (${inFlightAtKill} counted at the kill), ${voiceChecks} voice answers checked`)
+  t.same(unexpected, [], 'every acknowledged create / end / swap succeeded')
+  t.same(voiceMismatches, [], 'voice answers during the load matched the model')
+  t.ok(acked >= KILL_AFTER, `killed after ${acked} acknowledged operations`)
+  t.ok(unacked.length > 0, 'requests were in flight at the kill')
+
+  // ---- after the crash, before any restart: what the crash left in the database ---------------
+  const hasher = createPartyHasher(data.phoneKey())
+  lap('load')
+  let db = await data.open()
+  let snap = await snapshot(db.pool)
+  await db.close()
+  const crashSnap = snap
+  lap('check after crash')
+  checkInvariants(t, snap, 'after the crash')
+  const saltOf = (tn: Tenant) => snap.tenants.get(tn.tenantId)!.salt
+  const H = (tn: Tenant, e164: string) => hasher(saltOf(tn), e164)
+
+  // Resolve what was in flight: each is wholly applied or not at all.
+  const resolution: string[] = []
+  for (const op of unacked) {
+    const tn = op.tenant
+    if (op.kind === 'create') {
+      const id = snap.idempotency.get(`${tn.tenantId} ${op.key}`)
+      const byAgent = [...snap.sessions.values()].filter(x => x.tenantId === tn.tenantId && x.agentHash === H(tn, op.agent!))
+      if (id) {
+        const row = snap.sessions.get(id)
+        if (!row) { resolution.push(`create ${op.key}: idempotency key stored, session ${id} missing`); continue }
+        if (row.customerHash !== H(tn, op.customer!)) resolution.push(`create ${op.key}: stored with another customer`)
+        tn.sessions.push({ id, tenant: tn, agent: op.agent!, customer: op.customer!, previous: [], proxy: row.proxy, grace: op.grace!, ended: false, ends: 0, swaps: 0, acked: false, busy: false })
+      } else if (byAgent.length > 0) {
+        resolution.push(`create ${op.key}: session ${byAgent[0]!.id} exists without its idempotency key`)
+      }
+    } else {
+      const s = op.sess!
+      const row = snap.sessions.get(s.id)!
+      if (op.kind === 'end') {
+        // Only ACTIVE sessions are ended in the load: any other state means the end committed.
+        if (row.state !== 'ACTIVE') { s.ended = true; s.ends++ }
+      } else if (row.customerHash === H(tn, op.customer!)) {
+        s.previous.push(s.customer); s.customer = op.customer!; s.swaps++
+      } else if (row.customerHash !== H(tn, s.customer)) {
+        resolution.push(`swap of ${s.id}: customer is neither the old nor the new one`)
+      }
+    }
+  }
+  t.same(resolution, [], 'each operation in flight at the kill is wholly applied or not at all')
+  // Calls answered during the load: their records are written behind the answer, so the kill may
+  // lose some, but a call record and its session's call_count go together.
+  const drift = [...snap.sessions.values()].filter(x => x.callCount !== (snap.callRecords.get(x.id) ?? 0))
+  t.same(drift.slice(0, 10).map(x => `${x.id}: call_count ${x.callCount}, ${snap.callRecords.get(x.id) ?? 0} call records`), [],
+    `after the crash: call_count equals the call records of each session (${drift.length} sessions differ)`)
+  const all = tenants.flatMap(tn => tn.sessions)
+  const appliedInFlight = all.filter(s => !s.acked).length
+  t.comment(`in flight at the kill: ${unacked.filter(o => o.kind === 'create').length} creates (${appliedInFlight} committed), ` +
+    `${unacked.filter(o => o.kind === 'end').length} ends, ${unacked.filter(o => o.kind === 'swap').length} swaps`)
+  t.equal(snap.sessions.size, all.length, 'the database holds exactly the acknowledged creates plus the committed in-flight ones')
+
+  function checkAgainstModel(s: Snapshot, label: string, afterBoot: boolean) {
+    const problems: string[] = []
+    for (const m of all) {
+      const row = s.sessions.get(m.id)
+      if (!row) { problems.push(`${m.id}: missing`); continue }
+      if (row.tenantId !== m.tenant.tenantId || row.proxy !== m.proxy) problems.push(`${m.id}: tenant/proxy changed`)
+      if (row.agentHash !== H(m.tenant, m.agent)) problems.push(`${m.id}: agent changed`)
+      if (row.customerHash !== H(m.tenant, m.customer)) problems.push(`${m.id}: customer is not the last swapped-in one`)
+      // Ended with grace 0: EXPIRED at the latest when the restarted process booted.
+      const states = !m.ended ? ['ACTIVE'] : m.grace > 0 ? ['GRACE_PERIOD'] : afterBoot ? ['EXPIRED'] : ['GRACE_PERIOD', 'EXPIRED']
+      if (!states.includes(row.state)) problems.push(`${m.id}: ${row.state}, want ${states.join(' or ')}`)
+      const version = 1 + m.ends + m.swaps + (row.state === 'EXPIRED' ? 1 : 0)
+      if (row.version !== version) problems.push(`${m.id}: version ${row.version}, want ${version}`)
+      const swapped = eventCount(s, m.id, 'session.target_swapped')
+      if (swapped !== m.swaps) problems.push(`${m.id}: ${swapped} × session.target_swapped, ${m.swaps} swaps committed`)
+    }
+    t.same(problems.slice(0, 20), [], `${label}: every acknowledged create, end and swap is in the database`)
+  }
+  checkAgainstModel(snap, 'after the crash', false)
+
+  // ---- restart on the same database / DATA_DIR ------------------------------------------------
+  const second = await startChild(t, data)
+  children.push(second)
+  lap('restart')
+  const liveBefore = [...snap.sessions.values()].filter(x => LIVE.has(x.state)).length
+  t.equal(second.boot.liveSessions, liveBefore, `boot rebuilt every live session (${liveBefore}) in ${second.boot.ms} ms`)
+  const driver2 = new CallbackDriver({ baseUrl: second.url, mode: 'none' })
+
+  // The API, with the tokens issued before the crash.
+  const apiProblems: string[] = []
+  for (const tn of tenants) {
+    const r = await request(second.url, 'GET', '/v1/sessions?limit=100', { token: tn.token })
+    if (r.status !== 200) { apiProblems.push(`GET /v1/sessions → ${r.status}`); continue }
+    const got = new Map<string, any>((r.body.data as any[]).map(v => [v.id, v]))
+    if (got.size !== tn.sessions.length || r.body.pagination.after !== null) apiProblems.push(`tenant ${tn.tenantId}: ${got.size} sessions listed, model ${tn.sessions.length}`)
+    for (const m of tn.sessions) {
+      const v = got.get(m.id)
+      const state = !m.ended ? 'ACTIVE' : m.grace > 0 ? 'GRACE_PERIOD' : 'EXPIRED'
+      if (!v) apiProblems.push(`${m.id}: not listed`)
+      else if (v.proxyNumber !== m.proxy || v.state !== state) apiProblems.push(`${m.id}: ${v.state} on ${v.proxyNumber}, want ${state} on ${m.proxy}`)
+    }
+  }
+  t.same(apiProblems.slice(0, 20), [], 'after the restart the API lists every session as the model says (pre-crash tokens accepted)')
+
+  // Voice routing for every party of every session.
+  const calls = all.flatMap(s => [s.agent, s.customer, ...s.previous].map(from => ({ s, from })))
+  /** Calls the restarted child connected, per session: each must leave a call record and a +1 call_count. */
+  const connected = new Map<string, string[]>()
+  const routeProblems = (await mapLimit(calls, 8, async ({ s, from }) => {
+    const want = expectedRoute(s, from)
+    const got = await voiceRoute(driver2, from, s.proxy)
+    if (got.kind === 'connect') connected.set(s.id, [...(connected.get(s.id) ?? []), got.callSid])
+    return routeLabel(got) === routeLabel(want) ? null : `${s.id} (${s.ended ? `ended, grace ${s.grace}` : 'active'}) from ${from === s.agent ? 'agent' : from === s.customer ? 'customer' : 'old customer'}: ${routeLabel(got)}, want ${routeLabel(want)}`
+  })).filter(x => x !== null)
+  t.same(routeProblems.slice(0, 20), [], `after the restart ${calls.length} voice answers match the model`)
+
+  // Pool state rebuilt: numbers in use, and numbers released before the crash still cooling down
+  // (NUMBER_COOLDOWN_SECONDS defaults to 900 s, far longer than this test).
+  const pool = await request(second.url, 'GET', '/v1/numbers/pool', { token: tenants[0]!.token })
+  const liveAfterBoot = all.filter(s => !s.ended || s.grace > 0)
+  const inUse = new Set(liveAfterBoot.map(s => s.proxy)).size
+  const released = [...snap.proxies.entries()].filter(([n, p]) => p.lastTenantId !== null && !liveAfterBoot.some(s => s.proxy === n)).length
+  const us = (pool.body.pools as any[]).find(p => p.region === 'US')
+  t.match(us, { total: 100, inUse }, `pool counts after the restart: ${inUse} numbers in use`)
+  t.equal(us?.cooldown, released, `pool counts after the restart: the ${released} numbers released before or at the restart are cooling down`)
+
+  lap('API + voice checks')
+  // A graceful stop, then the final state of the database.
+  const stopped = await second.stop()
+  lap('stop')
+  t.equal(stopped.code, 0, 'the restarted child stops cleanly on SIGTERM')
+  db = await data.open()
+  snap = await snapshot(db.pool)
+  await db.close()
+  checkInvariants(t, snap, 'after the restart')
+  checkAgainstModel(snap, 'after the restart', true)
+  // Call records are written behind the TeXML answer (group commit): a SIGKILL may lose the last
+  // ones, a graceful stop must not.
+  const crashCounts = new Map([...crashSnap.sessions.values()].map(x => [x.id, x.callCount]))
+  const sids = [...connected.values()].flat()
+  t.same(sids.filter(sid => !snap.callSids.has(sid)).length, 0, `every one of the ${sids.length} calls the restarted child connected has its call record after a graceful stop`)
+  const countProblems = [...connected].flatMap(([id, list]) => {
+    const want = (crashCounts.get(id) ?? 0) + list.length
+    const got = snap.sessions.get(id)?.callCount
+    return got === want ? [] : [`${id}: call_count ${got}, want ${want}`]
+  })
+  t.same(countProblems.slice(0, 10), [], `call_count counts every call connected after the restart (${countProblems.length} sessions off)`)
+  lap('final check')
+  t.comment(`time: ${laps.join(', ')}`)
+
+  for (const c of children) t.same(linesWithPhoneNumbers(c.lines).slice(0, 3), [], `no log line of child ${c.pid} carries a phone number`)
+})

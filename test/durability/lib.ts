@@ -1,0 +1,235 @@
+// Shared by the durability tests: a snapshot of everything the session store keeps, the
+// invariants that must hold in every committed state (nothing half-applied), and voice routing
+// as the provider sees it.
+import { sql, type DatabasePool } from 'slonik'
+import type { CallbackDriver } from '../support/callback-driver.js'
+
+export const LIVE = new Set(['PENDING', 'ACTIVE', 'GRACE_PERIOD'])
+
+export interface SessionRow {
+  id: string
+  tenantId: string
+  proxy: string
+  state: string
+  agentHash: string
+  customerHash: string
+  version: number
+  expiresAt: number
+  endedAt: number | null
+  expiredAt: number | null
+  gracePeriodMinutes: number
+  callCount: number
+}
+
+export interface Snapshot {
+  /** now() of the database when the snapshot was read (epoch ms). */
+  dbNow: number
+  sessions: Map<string, SessionRow>
+  participants: Array<{ proxy: string; hash: string; sessionId: string }>
+  tenants: Map<string, { live: number; salt: Buffer }>
+  proxies: Map<string, { tenantId: string | null; lastTenantId: string | null; live: number; releasedAt: number | null }>
+  /** session id → event type → outbox rows. */
+  events: Map<string, Map<string, number>>
+  /** Outbox rows naming a session that does not exist. */
+  orphanEvents: Array<{ type: string; sessionId: string }>
+  /** session id → audit rows (session.target_swapped). */
+  swapAudits: Map<string, number>
+  /** `${tenantId} ${key}` → the session id of the stored 201 answer. */
+  idempotency: Map<string, string>
+  /** session id → session_created billing rows. */
+  billedCreates: Map<string, number>
+  /** provider_call_id of every call record. */
+  callSids: Set<string>
+  /** session id → call records. */
+  callRecords: Map<string, number>
+}
+
+export async function snapshot(pool: DatabasePool): Promise<Snapshot> {
+  return pool.transaction(async tx => {
+    // One consistent view of the whole store.
+    await tx.query(sql.unsafe`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`)
+    const dbNow = await tx.oneFirst(sql.unsafe`SELECT now()`) as number
+    const sessions = new Map<string, SessionRow>()
+    for (const r of await tx.any(sql.unsafe`
+      SELECT id, tenant_id, proxy_number, state, agent_hash, customer_hash, version, expires_at, ended_at, expired_at, grace_period_minutes, call_count
+      FROM sessions`) as readonly Record<string, any>[]) {
+      sessions.set(r['id'], {
+        id: r['id'], tenantId: r['tenant_id'], proxy: r['proxy_number'], state: r['state'], agentHash: r['agent_hash'],
+        customerHash: r['customer_hash'], version: r['version'], expiresAt: r['expires_at'], endedAt: r['ended_at'],
+        expiredAt: r['expired_at'], gracePeriodMinutes: r['grace_period_minutes'], callCount: r['call_count'],
+      })
+    }
+    const participants = (await tx.any(sql.unsafe`SELECT proxy_number, party_hash, session_id FROM session_participants`) as readonly Record<string, any>[])
+      .map(r => ({ proxy: r['proxy_number'] as string, hash: r['party_hash'] as string, sessionId: r['session_id'] as string }))
+    const tenants = new Map<string, { live: number; salt: Buffer }>()
+    for (const r of await tx.any(sql.unsafe`SELECT id, live_sessions, salt FROM tenants`) as readonly Record<string, any>[]) {
+      tenants.set(r['id'], { live: r['live_sessions'], salt: Buffer.from(r['salt']) })
+    }
+    const proxies = new Map<string, { tenantId: string | null; lastTenantId: string | null; live: number; releasedAt: number | null }>()
+    for (const r of await tx.any(sql.unsafe`SELECT number, tenant_id, last_tenant_id, live_sessions, released_at FROM proxy_numbers`) as readonly Record<string, any>[]) {
+      proxies.set(r['number'], { tenantId: r['tenant_id'], lastTenantId: r['last_tenant_id'], live: r['live_sessions'], releasedAt: r['released_at'] })
+    }
+    const events = new Map<string, Map<string, number>>()
+    const orphanEvents: Array<{ type: string; sessionId: string }> = []
+    for (const r of await tx.any(sql.unsafe`
+      SELECT o.session_id, o.type, count(*)::int AS n, bool_and(s.id IS NULL) AS orphan
+      FROM outbox o LEFT JOIN sessions s ON s.id = o.session_id
+      WHERE o.session_id IS NOT NULL GROUP BY o.session_id, o.type`) as readonly Record<string, any>[]) {
+      if (r['orphan']) orphanEvents.push({ type: r['type'], sessionId: r['session_id'] })
+      let m = events.get(r['session_id'])
+      if (!m) events.set(r['session_id'], m = new Map())
+      m.set(r['type'], r['n'])
+    }
+    const swapAudits = new Map<string, number>()
+    for (const r of await tx.any(sql.unsafe`
+      SELECT target_id, count(*)::int AS n FROM audit_log WHERE action = 'session.target_swapped' GROUP BY target_id`) as readonly Record<string, any>[]) {
+      swapAudits.set(r['target_id'], r['n'])
+    }
+    const idempotency = new Map<string, string>()
+    for (const r of await tx.any(sql.unsafe`SELECT tenant_id, key, response->>'id' AS id FROM idempotency_keys`) as readonly Record<string, any>[]) {
+      idempotency.set(`${r['tenant_id']} ${r['key']}`, r['id'])
+    }
+    const billedCreates = new Map<string, number>()
+    for (const r of await tx.any(sql.unsafe`
+      SELECT session_id, count(*)::int AS n FROM billing_events WHERE metric = 'session_created' GROUP BY session_id`) as readonly Record<string, any>[]) {
+      billedCreates.set(r['session_id'], r['n'])
+    }
+    const callSids = new Set(await tx.anyFirst(sql.unsafe`SELECT provider_call_id FROM call_records`) as readonly string[])
+    const callRecords = new Map<string, number>()
+    for (const r of await tx.any(sql.unsafe`SELECT session_id, count(*)::int AS n FROM call_records GROUP BY session_id`) as readonly Record<string, any>[]) {
+      callRecords.set(r['session_id'], r['n'])
+    }
+    return { dbNow, sessions, participants, tenants, proxies, events, orphanEvents, swapAudits, idempotency, billedCreates, callSids, callRecords }
+  })
+}
+
+export function eventCount(s: Snapshot, sessionId: string, type: string): number {
+  return s.events.get(sessionId)?.get(type) ?? 0
+}
+
+export interface Assert {
+  same(found: any, wanted: any, message: string): unknown
+}
+
+/** At most this many violations are printed per invariant. */
+const SHOW = 15
+
+/**
+ * What must hold in every committed state, whatever was in flight when the process died:
+ * - a live session has exactly its two participant rows (agent, current customer) on its proxy,
+ *   an ended one none, and no participant row belongs to anything else;
+ * - tenants.live_sessions and proxy_numbers.live_sessions count the live sessions; a proxy with
+ *   live sessions is held by their (single) tenant, one without is held by nobody;
+ * - every session has exactly one session.created, one session.activated and one session_created
+ *   billing row; session.expired exactly when EXPIRED; one session.target_swapped per swap audit
+ *   row; no outbox row for a session that does not exist.
+ */
+export function checkInvariants(t: Assert, s: Snapshot, label: string): void {
+  const parts = new Map<string, Array<{ proxy: string; hash: string }>>()
+  for (const p of s.participants) {
+    let a = parts.get(p.sessionId)
+    if (!a) parts.set(p.sessionId, a = [])
+    a.push(p)
+  }
+  const participantProblems: string[] = []
+  for (const x of s.sessions.values()) {
+    const got = (parts.get(x.id) ?? []).map(p => `${p.proxy}/${p.hash}`).sort()
+    const want = LIVE.has(x.state) ? [`${x.proxy}/${x.agentHash}`, `${x.proxy}/${x.customerHash}`].sort() : []
+    if (JSON.stringify(got) !== JSON.stringify(want)) participantProblems.push(`${x.id} (${x.state}): participants ${JSON.stringify(got)}, want ${JSON.stringify(want)}`)
+  }
+  for (const id of parts.keys()) if (!s.sessions.has(id)) participantProblems.push(`participant rows of unknown session ${id}`)
+  t.same(participantProblems.slice(0, SHOW), [], `${label}: every live session has exactly its 2 participant rows, ended ones none`)
+
+  const liveByTenant = new Map<string, number>()
+  const liveByProxy = new Map<string, { n: number; tenants: Set<string> }>()
+  for (const x of s.sessions.values()) {
+    if (!LIVE.has(x.state)) continue
+    liveByTenant.set(x.tenantId, (liveByTenant.get(x.tenantId) ?? 0) + 1)
+    let p = liveByProxy.get(x.proxy)
+    if (!p) liveByProxy.set(x.proxy, p = { n: 0, tenants: new Set() })
+    p.n++
+    p.tenants.add(x.tenantId)
+  }
+  const tenantProblems: string[] = []
+  for (const [id, tn] of s.tenants) {
+    const n = liveByTenant.get(id) ?? 0
+    if (tn.live !== n) tenantProblems.push(`tenant ${id}: live_sessions ${tn.live}, live sessions ${n}`)
+  }
+  t.same(tenantProblems.slice(0, SHOW), [], `${label}: tenants.live_sessions equals the count of live sessions`)
+
+  const proxyProblems: string[] = []
+  for (const [num, p] of s.proxies) {
+    const l = liveByProxy.get(num)
+    const n = l?.n ?? 0
+    if (p.live !== n) proxyProblems.push(`${num}: live_sessions ${p.live}, live sessions ${n}`)
+    if (l && l.tenants.size !== 1) proxyProblems.push(`${num}: live sessions of ${l.tenants.size} tenants`)
+    const holder = l && l.tenants.size === 1 ? [...l.tenants][0]! : null
+    if (p.tenantId !== holder) proxyProblems.push(`${num}: held by ${p.tenantId}, live sessions of ${holder}`)
+    if (n === 0 && p.lastTenantId !== null && p.releasedAt === null) proxyProblems.push(`${num}: used, idle, but no released_at (no cooldown)`)
+  }
+  t.same(proxyProblems.slice(0, SHOW), [], `${label}: proxy_numbers live_sessions / holder consistent with the live sessions`)
+
+  const eventProblems: string[] = []
+  for (const x of s.sessions.values()) {
+    for (const type of ['session.created', 'session.activated']) {
+      const n = eventCount(s, x.id, type)
+      if (n !== 1) eventProblems.push(`${x.id}: ${n} × ${type}`)
+    }
+    const expired = eventCount(s, x.id, 'session.expired')
+    if (expired !== (x.state === 'EXPIRED' ? 1 : 0)) eventProblems.push(`${x.id} (${x.state}): ${expired} × session.expired`)
+    const swapped = eventCount(s, x.id, 'session.target_swapped')
+    if (swapped !== (s.swapAudits.get(x.id) ?? 0)) eventProblems.push(`${x.id}: ${swapped} × session.target_swapped, ${s.swapAudits.get(x.id) ?? 0} audit rows`)
+    const billed = s.billedCreates.get(x.id) ?? 0
+    if (billed !== 1) eventProblems.push(`${x.id}: ${billed} session_created billing rows`)
+  }
+  for (const o of s.orphanEvents) eventProblems.push(`outbox ${o.type} for session ${o.sessionId}, which does not exist`)
+  for (const id of s.swapAudits.keys()) if (!s.sessions.has(id)) eventProblems.push(`swap audit of unknown session ${id}`)
+  for (const id of s.billedCreates.keys()) if (id !== null && !s.sessions.has(id)) eventProblems.push(`session_created billed for unknown session ${id}`)
+  t.same(eventProblems.slice(0, SHOW), [], `${label}: outbox, audit and billing rows exist exactly for committed changes`)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Voice routing as the provider sees it.
+
+export type Route = { kind: 'connect'; to: string } | { kind: 'dead' } | { kind: 'other'; text: string }
+
+export function parseRoute(xml: string): Route {
+  const n = /<Dial[^>]*>(?:(?!<\/Dial>).)*<Number[^>]*>(\+\d+)<\/Number>/s.exec(xml)
+  if (n) return { kind: 'connect', to: n[1]! }
+  if (/<Say>[^<]*not in service[^<]*<\/Say><Hangup\/>/.test(xml)) return { kind: 'dead' }
+  return { kind: 'other', text: xml.slice(0, 300) }
+}
+
+export function routeLabel(r: Route): string {
+  return r.kind === 'connect' ? `connect ${r.to}` : r.kind === 'dead' ? 'DEAD_LINE' : `other: ${r.text}`
+}
+
+let calls = 0
+
+/** POST /v1/webhooks/cpaas/voice from `from` to `proxy`; the answer, parsed, and the CallSid sent. */
+export async function voiceRoute(driver: CallbackDriver, from: string, proxy: string): Promise<Route & { callSid: string }> {
+  const callSid = `durable-${process.pid}-${++calls}`
+  const r = await driver.voice({ from, to: proxy, callSid })
+  const text = await r.text()
+  if (r.status !== 200) return { kind: 'other', text: `HTTP ${r.status} ${text.slice(0, 200)}`, callSid }
+  return { ...parseRoute(text), callSid }
+}
+
+/** Runs fn over items with at most `n` at a time. */
+export async function mapLimit<T, R>(items: readonly T[], n: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length)
+  let next = 0
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i]!, i)
+  }))
+  return out
+}
+
+/** Fictional numbers (+1 415 555 XXXX); each call hands out a new one. */
+export function phoneSource(start = 1000): () => string {
+  let i = start
+  return () => {
+    if (i > 9999) throw new Error('out of fictional numbers')
+    return `+1415555${String(i++).padStart(4, '0')}`
+  }
+}
