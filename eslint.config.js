@@ -13,5 +13,6 @@ export default tseslint.config(
     },
   },
   { files: ['bench/**', 'test/**', '.ci/**'], rules: { 'no-console': 'off' } },
-  { files: ['**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly' } } },
+  // Plain Node scripts (test runner, install patch): Node globals, and they report on the console.
+  { files: ['**/*.mjs'], languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } }, rules: { 'no-console': 'off' } },
 )
