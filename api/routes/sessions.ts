@@ -8,7 +8,7 @@ import {
   CreateSessionBody, ListSessionsQuery, PatchSessionBody, SessionIdParams, SessionView, SwapTargetBody,
   VerifyQuery, VerifyResult,
 } from '../schemas/session.js'
-import { CallListQuery, CallView, CallWithConsentView, SmsListQuery, SmsView } from '../schemas/records.js'
+import { CallView, CallWithConsentView, RecordListQuery, SmsView } from '../schemas/records.js'
 import * as sessions from '../../sql/sessions.js'
 import * as records from '../../sql/records.js'
 import { sessionsOf, tenantsOf } from '../services.js'
@@ -43,8 +43,7 @@ export const sessionRoutes: RouteDef[] = [
     async handler(req) {
       const q = req.query as { state?: string; limit?: number; after?: string }
       const page = await sessions.listSessions(req.services.db, { tenantId: tenantId(req), state: q.state, limit: q.limit ?? 20, after: q.after })
-      if (page === 'bad-cursor') throw new ApiProblem('validation', 'after is not a valid cursor', { errors: [{ field: 'after', issue: 'invalid_cursor' }] })
-      return { status: 200, body: { data: page.data, pagination: { count: page.data.length, after: page.after } } }
+      return pageReply(page)
     },
   }),
   // Registered before /v1/sessions/:id so "verify" is not taken for an id.
@@ -94,28 +93,26 @@ export const sessionRoutes: RouteDef[] = [
   }),
   route({
     method: 'GET', path: '/v1/sessions/:id/calls', auth: 'tenant', summary: "A session's calls",
-    params: SessionIdParams, query: CallListQuery, response: { 200: Envelope(CallWithConsentView) },
+    params: SessionIdParams, query: RecordListQuery, response: { 200: Envelope(CallWithConsentView) },
     problems: ['validation', 'not-found', 'unauthorized', 'forbidden', 'rate-limit'],
     async handler(req) {
       const id = (req.params as { id: string }).id
       await requireSession(req.services, tenantId(req), id)
       const q = req.query as { limit?: number; after?: string }
       const page = await records.listSessionCalls(req.services.db, { sessionId: id, limit: q.limit ?? 50, after: q.after })
-      if (page === 'bad-cursor') throw new ApiProblem('validation', 'after is not a valid cursor', { errors: [{ field: 'after', issue: 'invalid_cursor' }] })
-      return { status: 200, body: { data: page.data, pagination: { count: page.data.length, after: page.after } } }
+      return pageReply(page)
     },
   }),
   route({
     method: 'GET', path: '/v1/sessions/:id/sms', auth: 'tenant', summary: "A session's SMS records (metadata only), newest first",
-    params: SessionIdParams, query: SmsListQuery, response: { 200: Envelope(SmsView) },
+    params: SessionIdParams, query: RecordListQuery, response: { 200: Envelope(SmsView) },
     problems: ['validation', 'not-found', 'unauthorized', 'forbidden', 'rate-limit'],
     async handler(req) {
       const id = (req.params as { id: string }).id
       await requireSession(req.services, tenantId(req), id)
       const q = req.query as { limit?: number; after?: string }
       const page = await records.listSessionSms(req.services.db, { sessionId: id, limit: q.limit ?? 50, after: q.after })
-      if (page === 'bad-cursor') throw new ApiProblem('validation', 'after is not a valid cursor', { errors: [{ field: 'after', issue: 'invalid_cursor' }] })
-      return { status: 200, body: { data: page.data, pagination: { count: page.data.length, after: page.after } } }
+      return pageReply(page)
     },
   }),
 ]
@@ -123,7 +120,7 @@ export const sessionRoutes: RouteDef[] = [
 export const callRoutes: RouteDef[] = [
   route({
     method: 'GET', path: '/v1/calls', auth: 'tenant', summary: "The tenant's calls",
-    query: Type.Intersect([CallListQuery, Type.Object({
+    query: Type.Intersect([RecordListQuery, Type.Object({
       status: Type.Optional(Type.Union(['RINGING', 'ANSWERED', 'COMPLETED', 'MISSED', 'FAILED'].map(s => Type.Literal(s)))),
       direction: Type.Optional(Type.Union([Type.Literal('A_TO_B'), Type.Literal('B_TO_A')])),
       periodStart: Type.Optional(Type.String({ format: 'date-time' })),
@@ -135,8 +132,7 @@ export const callRoutes: RouteDef[] = [
     async handler(req) {
       const q = req.query as { limit?: number; after?: string; status?: string; direction?: string; periodStart?: string; periodEnd?: string; sessionId?: string }
       const page = await records.listCalls(req.services.db, { tenantId: tenantId(req), ...q, limit: q.limit ?? 50 })
-      if (page === 'bad-cursor') throw new ApiProblem('validation', 'after is not a valid cursor', { errors: [{ field: 'after', issue: 'invalid_cursor' }] })
-      return { status: 200, body: { data: page.data, pagination: { count: page.data.length, after: page.after } } }
+      return pageReply(page)
     },
   }),
   route({
@@ -150,6 +146,12 @@ export const callRoutes: RouteDef[] = [
     },
   }),
 ]
+
+/** Spec 2.10: the envelope of a page; a cursor the store cannot read is a validation error. */
+function pageReply<T>(page: 'bad-cursor' | { data: T[]; after: string | null }) {
+  if (page === 'bad-cursor') throw new ApiProblem('validation', 'after is not a valid cursor', { errors: [{ field: 'after', issue: 'invalid_cursor' }] })
+  return { status: 200, body: { data: page.data, pagination: { count: page.data.length, after: page.after } } }
+}
 
 async function requireSession(services: Parameters<typeof sessionsOf>[0], tenant: string, id: string) {
   const found = await sessions.getSession(services.db, tenant, id)

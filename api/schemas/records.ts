@@ -27,12 +27,8 @@ export const SmsView = Type.Object({
   deliveredAt: Nullable(Timestamp),
 })
 
-export const CallListQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  after: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-})
-
-export const SmsListQuery = Type.Object({
+/** Spec 8.5: calls and SMS lists page alike (default 50, max 200). */
+export const RecordListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   after: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
 })
