@@ -127,15 +127,20 @@ export function createTelephony(d: TelephonyDeps) {
       return { status: 403, body: EMPTY_RESPONSE, contentType: XML }
     }
     const f = parseForm(req.rawBody ?? '')
-    const callId = new URLSearchParams(req.rawQuery).get('callId')
+    const queryId = new URLSearchParams(req.rawQuery).get('callId')
+    // No callId on /voice/status: the TeXML application's own status callback, reporting the
+    // parent (inbound) call by the CallSid stored at the voice fetch (issue #5).
+    const leg = source === 'status' && !queryId ? 'parent-status' : source
+    const key = queryId ? { callId: queryId } : leg === 'parent-status' && f?.['CallSid'] ? { providerCallId: f['CallSid'] } : null
     const value = source === 'status' ? f?.['CallStatus'] : f?.['DialCallStatus']
-    if (!f || !callId || !value) return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
+    if (!f || !key || !value) return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
     await d.records.flush() // the start of this call may still be queued
-    const rec = await getCallRecord(d.db, { callId })
-    if (!rec) return done // unknown call id: nothing to change, and the provider must not retry forever
+    const rec = await getCallRecord(d.db, key)
+    if (!rec) return done // unknown call: nothing to change, and the provider must not retry forever
+    const callId = rec.id
     const duration = parseDurationSeconds(source === 'status' ? f['CallDuration'] : f['DialCallDuration'])
     const change = applyCallStatus(rec.status, {
-      source, callStatus: value, ...(duration !== undefined ? { duration } : {}), answeredSeen: rec.answeredAt !== null,
+      source: leg, callStatus: value, ...(duration !== undefined ? { duration } : {}), answeredSeen: rec.answeredAt !== null,
     })
     if (source === 'dial-status' && f['RecordingUrl'] && !rec.recordingUrl) {
       await d.records.updateCall({ callId }, { recordingUrl: f['RecordingUrl'] })

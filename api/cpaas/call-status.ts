@@ -7,16 +7,26 @@
 //      │
 //      ├─ DialCallStatus=completed|answered, or completed with a duration ──▶ COMPLETED (call.ended)
 //      ├─ busy | no-answer | canceled ──▶ MISSED (call.ended)
-//      └─ failed ──▶ FAILED (call.failed)
+//      ├─ failed ──▶ FAILED (call.failed)
+//      └─ parent leg ended (no answer seen): completed | canceled ──▶ MISSED, failed ──▶ FAILED
 //
 // Terminal states (COMPLETED, MISSED, FAILED) never change.
+//
+// The parent leg is the inbound call itself, reported by the TeXML application's own status
+// callback. It is `in-progress` as soon as the application answers to play the consent prompt, so
+// it never means ANSWERED; and its duration counts the prompt and the ringing, so after an answer it
+// never ends the call either: the Dial's callbacks carry the bridged duration, and the Dial action
+// always fires when a bridge ends. Only a parent that ends while the call still rings says something
+// no other callback will: the caller gave up, possibly during the consent prompt, before the Dial
+// (and with it every other callback) ever started (issue #5).
 import type { CallStatus } from '../../engine/types.js'
 
 export type CallEventName = 'call.answered' | 'call.ended' | 'call.failed'
 
 export interface CallStatusInput {
-  /** 'status' = the Number statusCallback (CallStatus), 'dial-status' = the Dial action (DialCallStatus). */
-  source: 'status' | 'dial-status'
+  /** 'status' = the Number statusCallback (CallStatus), 'dial-status' = the Dial action (DialCallStatus),
+   * 'parent-status' = the TeXML application's status callback for the inbound (parent) call. */
+  source: 'status' | 'dial-status' | 'parent-status'
   callStatus: string
   /** CallDuration / DialCallDuration in seconds, when the provider sent one. */
   duration?: number
@@ -49,6 +59,7 @@ export function applyCallStatus(current: CallStatus, input: CallStatusInput): Ca
   if (TERMINAL.has(current)) return null
   const answered = current === 'ANSWERED' || input.answeredSeen === true
   const value = input.callStatus.trim().toLowerCase()
+  if (input.source === 'parent-status') return applyParentStatus(value, answered)
   switch (value) {
     case 'queued':
     case 'initiated':
@@ -77,6 +88,21 @@ export function applyCallStatus(current: CallStatus, input: CallStatusInput): Ca
       return value === 'failed'
         ? { status: 'FAILED', event: 'call.failed', durationSeconds: 0 }
         : { status: 'MISSED', event: 'call.ended', durationSeconds: 0 }
+    default:
+      return null
+  }
+}
+
+function applyParentStatus(value: string, answered: boolean): CallStatusChange | null {
+  if (answered) return null
+  switch (value) {
+    case 'completed':
+    case 'canceled':
+    case 'busy':
+    case 'no-answer':
+      return { status: 'MISSED', event: 'call.ended', durationSeconds: 0 }
+    case 'failed':
+      return { status: 'FAILED', event: 'call.failed', durationSeconds: 0 }
     default:
       return null
   }

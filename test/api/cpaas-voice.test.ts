@@ -3,18 +3,11 @@
 // replayed callbacks, expired behaviours, refused signatures.
 import t from 'tap'
 import { sql } from 'slonik'
-import { startTestService } from '../support/service.js'
-import { CallbackDriver, generateTelnyxKeyPair } from '../support/callback-driver.js'
-import { FakeTelnyx } from '../support/fake-telnyx.js'
+import { startTelnyxService } from '../support/service.js'
 
 t.test('voice callbacks', async t => {
-  const keys = generateTelnyxKeyPair()
-  const fake = await FakeTelnyx.start()
-  t.teardown(() => fake.close())
-  const api = await startTestService(t, {
-    env: { CPAAS_PROVIDER: 'telnyx', TELNYX_API_KEY: 'KEY_test', TELNYX_BASE_URL: fake.baseURL, TELNYX_PUBLIC_KEY: keys.publicKeyBase64 },
-  })
-  const driver = new CallbackDriver({ baseUrl: api.url, mode: 'telnyx-ed25519', keyPair: keys })
+  const api = await startTelnyxService(t)
+  const { driver } = api
   const acct = await api.signup()
   const A = api.phone(1), B = api.phone(2)
   const s = (await api.req('POST', '/v1/sessions', { token: acct.token, body: { agentPhone: A, customerPhone: B, recordingEnabled: true, consentPrompt: 'DEFAULT' } })).body

@@ -1,11 +1,12 @@
 // DECISIONS 5 call status: RINGING → ANSWERED on in-progress; completed after answer or
 // DialCallStatus=completed → COMPLETED; busy/no-answer/canceled → MISSED; failed → FAILED.
-// Never backwards, duplicates ignored, terminal states final.
+// Never backwards, duplicates ignored, terminal states final. The parent leg (the TeXML
+// application's status callback, issue #5) ends only a call that was never answered.
 import t from 'tap'
-import { applyCallStatus, billableMinutes, isTerminalCallStatus, parseDurationSeconds } from '../../api/cpaas/call-status.js'
+import { applyCallStatus, billableMinutes, isTerminalCallStatus, parseDurationSeconds, type CallStatusInput } from '../../api/cpaas/call-status.js'
 import type { CallStatus } from '../../engine/types.js'
 
-type Row = [CallStatus, 'status' | 'dial-status', string, number | undefined, ReturnType<typeof applyCallStatus>]
+type Row = [CallStatus, CallStatusInput['source'], string, number | undefined, ReturnType<typeof applyCallStatus>]
 const table: Row[] = [
   // intermediate statuses carry nothing new
   ['RINGING', 'status', 'initiated', undefined, null],
@@ -37,8 +38,22 @@ const table: Row[] = [
   // never backwards
   ['ANSWERED', 'status', 'ringing', undefined, null],
   ['ANSWERED', 'status', 'initiated', undefined, null],
+  // parent leg: the caller hung up before anyone answered (e.g. during the consent prompt)
+  ['RINGING', 'parent-status', 'completed', undefined, { status: 'MISSED', event: 'call.ended', durationSeconds: 0 }],
+  ['RINGING', 'parent-status', 'completed', 12, { status: 'MISSED', event: 'call.ended', durationSeconds: 0 }],
+  ['RINGING', 'parent-status', 'canceled', undefined, { status: 'MISSED', event: 'call.ended', durationSeconds: 0 }],
+  ['RINGING', 'parent-status', 'failed', undefined, { status: 'FAILED', event: 'call.failed', durationSeconds: 0 }],
+  // parent leg: in-progress only means the application answered to play the prompt
+  ['RINGING', 'parent-status', 'in-progress', undefined, null],
+  ['RINGING', 'parent-status', 'ringing', undefined, null],
+  ['RINGING', 'parent-status', 'initiated', undefined, null],
+  // parent leg after an answer: its duration counts the prompt, the Dial's callbacks decide
+  ['ANSWERED', 'parent-status', 'completed', 80, null],
+  ['ANSWERED', 'parent-status', 'canceled', undefined, null],
+  ['ANSWERED', 'parent-status', 'failed', undefined, null],
   // unknown values
   ['RINGING', 'status', 'exploded', undefined, null],
+  ['RINGING', 'parent-status', 'exploded', undefined, null],
   ['RINGING', 'status', '', undefined, null],
 ]
 
@@ -55,6 +70,7 @@ t.test('terminal states never change, whatever arrives', async t => {
     for (const s of ['initiated', 'ringing', 'in-progress', 'completed', 'busy', 'no-answer', 'canceled', 'failed', 'answered']) {
       t.equal(applyCallStatus(current, { source: 'status', callStatus: s, duration: 10 }), null, `${current} + status:${s}`)
       t.equal(applyCallStatus(current, { source: 'dial-status', callStatus: s, duration: 10 }), null, `${current} + dial-status:${s}`)
+      t.equal(applyCallStatus(current, { source: 'parent-status', callStatus: s, duration: 10 }), null, `${current} + parent-status:${s}`)
     }
   }
   t.notOk(isTerminalCallStatus('RINGING'))
@@ -66,6 +82,8 @@ t.test('answeredSeen: a completed status counts when the answer was recorded ear
     { status: 'COMPLETED', event: 'call.ended', durationSeconds: 3 })
   t.same(applyCallStatus('RINGING', { source: 'status', callStatus: 'busy', answeredSeen: true }),
     { status: 'COMPLETED', event: 'call.ended', durationSeconds: 0 })
+  t.equal(applyCallStatus('RINGING', { source: 'parent-status', callStatus: 'completed', answeredSeen: true }), null,
+    'an answered call is not missed because the caller hung up')
 })
 
 t.test('case and whitespace are tolerated; bad durations count as 0', async t => {
@@ -76,7 +94,7 @@ t.test('case and whitespace are tolerated; bad durations count as 0', async t =>
 })
 
 /** Folds a sequence of callbacks as the handler would: persist only on a change. */
-function run(events: Array<{ source: 'status' | 'dial-status'; callStatus: string; duration?: number }>) {
+function run(events: Array<{ source: CallStatusInput['source']; callStatus: string; duration?: number }>) {
   let status: CallStatus = 'RINGING'
   const emitted: string[] = []
   for (const e of events) {
@@ -107,6 +125,25 @@ t.test('sequences: normal, duplicated and out of order', async t => {
     { source: 'dial-status', callStatus: 'no-answer' }, { source: 'status', callStatus: 'in-progress' },
     { source: 'status', callStatus: 'completed', duration: 3 },
   ]), { status: 'MISSED', emitted: ['call.ended'] }, 'late callbacks after a terminal state are ignored')
+
+  t.same(run([
+    { source: 'parent-status', callStatus: 'in-progress' }, { source: 'parent-status', callStatus: 'completed', duration: 6 },
+    { source: 'parent-status', callStatus: 'completed', duration: 6 },
+  ]), { status: 'MISSED', emitted: ['call.ended'] }, 'caller hangs up during the consent prompt: missed, once')
+
+  t.same(run([
+    { source: 'parent-status', callStatus: 'in-progress' }, { source: 'status', callStatus: 'in-progress' },
+    { source: 'parent-status', callStatus: 'completed', duration: 95 }, { source: 'dial-status', callStatus: 'completed', duration: 80 },
+  ]), { status: 'COMPLETED', emitted: ['call.answered', 'call.ended'] }, 'caller hangs up a bridged call: the Dial action bills the bridge')
+
+  t.same(run([
+    { source: 'status', callStatus: 'in-progress' }, { source: 'dial-status', callStatus: 'completed', duration: 80 },
+    { source: 'parent-status', callStatus: 'completed', duration: 95 },
+  ]), { status: 'COMPLETED', emitted: ['call.answered', 'call.ended'] }, 'the parent completing after the Dial changes nothing')
+
+  t.same(run([
+    { source: 'dial-status', callStatus: 'no-answer' }, { source: 'parent-status', callStatus: 'completed', duration: 30 },
+  ]), { status: 'MISSED', emitted: ['call.ended'] }, 'a Dial nobody answered, then the parent ends: one call.ended')
 })
 
 t.test('billableMinutes = ceil(seconds / 60), 0 → 0', async t => {

@@ -57,6 +57,7 @@ export interface PostOptions {
 
 export interface VoiceParams { from: string; to: string; callSid?: string; callStatus?: string; direction?: string; extra?: Record<string, string> }
 export interface StatusParams { callId: string; callSid: string; callStatus: string; callDuration?: number; parentCallSid?: string }
+export interface ParentStatusParams { callSid: string; callStatus: string; callDuration?: number }
 export interface DialStatusParams { callId: string; callSid: string; dialCallStatus: string; dialCallSid?: string; dialCallDuration?: number; recordingUrl?: string }
 export interface RecordingParams { callId: string; callSid: string; recordingSid: string; recordingStatus?: string; recordingUrl: string; recordingDuration: number }
 export interface SmsReceivedParams { from: string; to: string; text: string; messageId?: string }
@@ -198,6 +199,12 @@ export class CallbackDriver {
       CallStatus: p.callStatus,
       CallDuration: p.callDuration,
     }, opts)
+  }
+
+  /** POST /voice/status without a callId: the TeXML application's status callback for the parent
+   * (inbound) call, whose CallSid is the one of the voice fetch. */
+  parentStatus(p: ParentStatusParams, opts?: PostOptions): Promise<Response> {
+    return this.postForm('/voice/status', { CallSid: p.callSid, CallStatus: p.callStatus, CallDuration: p.callDuration }, opts)
   }
 
   /** POST /voice/dial-status?callId=: the Dial action. */

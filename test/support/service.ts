@@ -10,7 +10,8 @@ import { Writable } from 'node:stream'
 import { loadConfig } from '../../gateway/config.js'
 import { startService, type RunningService } from '../../gateway/service.js'
 import { testDatabase } from './db.js'
-import { CallbackDriver } from './callback-driver.js'
+import { CallbackDriver, generateTelnyxKeyPair } from './callback-driver.js'
+import { FakeTelnyx } from './fake-telnyx.js'
 
 interface TapLike {
   teardown(fn: () => unknown): void
@@ -119,3 +120,46 @@ export async function startTestService(t: TapLike, opts: { env?: Record<string, 
 }
 
 export type TestService = Awaited<ReturnType<typeof startTestService>>
+
+export interface TelnyxServiceOptions {
+  env?: Record<string, string>
+  /** The service clock, shared with the driver's signing timestamps. */
+  now?: () => number
+  /** Also start a backup fake Telnyx and configure it as the failover provider. */
+  backup?: boolean
+}
+
+/**
+ * The service with CPAAS_PROVIDER=telnyx: the real telnyx SDK against a fake Telnyx API (and a
+ * backup one on request), callbacks verified with Ed25519 and signed by the returned `driver`.
+ */
+export async function startTelnyxService(t: TapLike, opts: TelnyxServiceOptions = {}) {
+  const keys = generateTelnyxKeyPair()
+  const fake = await FakeTelnyx.start({ apiKey: 'KEY_test' })
+  t.teardown(() => fake.close())
+  const backupFake = opts.backup ? await FakeTelnyx.start({ apiKey: 'KEY_backup' }) : null
+  if (backupFake) t.teardown(() => backupFake.close())
+  const api = await startTestService(t, {
+    env: {
+      CPAAS_PROVIDER: 'telnyx', TELNYX_API_KEY: 'KEY_test', TELNYX_BASE_URL: fake.baseURL, TELNYX_PUBLIC_KEY: keys.publicKeyBase64,
+      ...(backupFake ? { TELNYX_BACKUP_API_KEY: 'KEY_backup', TELNYX_BACKUP_BASE_URL: backupFake.baseURL } : {}),
+      ...opts.env,
+    },
+    ...(opts.now ? { now: opts.now } : {}),
+  })
+  const driver = new CallbackDriver({ baseUrl: api.url, mode: 'telnyx-ed25519', keyPair: keys, ...(opts.now ? { now: opts.now } : {}) })
+  return { ...api, driver, keys, fake, backupFake }
+}
+
+export type TelnyxService = Awaited<ReturnType<typeof startTelnyxService>>
+
+/** Polls `probe` until it returns a value other than undefined (writes land behind the answer). */
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 5_000): Promise<T> {
+  const until = Date.now() + timeoutMs
+  for (;;) {
+    const v = await probe()
+    if (v !== undefined) return v
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
+    await new Promise(r => setTimeout(r, 20))
+  }
+}
