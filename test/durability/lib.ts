@@ -233,3 +233,38 @@ export function phoneSource(start = 1000): () => string {
     return `+1415555${String(i++).padStart(4, '0')}`
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The webhook outbox and delivery log, as the dispatcher left them.
+
+export interface OutboxRow {
+  id: string
+  sessionId: string | null
+  type: string
+  envelope: { id: string; type: string; createdAt: string; data: Record<string, unknown> }
+  /** Claims so far (a claim counts as an attempt, so one cut short by a crash does too). */
+  attempts: number
+  outcome: string | null
+  /** Not done, and its lease has not lapsed by the database's now(). */
+  leased: boolean
+}
+
+/** Every outbox row, in id (= creation) order. */
+export async function outboxRows(pool: DatabasePool): Promise<OutboxRow[]> {
+  const rows = await pool.any(sql.unsafe`
+    SELECT id, session_id, type, envelope, attempts, outcome,
+      (done_at IS NULL AND locked_until IS NOT NULL AND locked_until > now()) AS leased
+    FROM outbox ORDER BY id`) as readonly Record<string, any>[]
+  return rows.map(r => ({
+    id: r['id'], sessionId: r['session_id'], type: r['type'],
+    envelope: typeof r['envelope'] === 'string' ? JSON.parse(r['envelope']) : r['envelope'],
+    attempts: Number(r['attempts']), outcome: r['outcome'], leased: r['leased'],
+  }))
+}
+
+/** Every webhook_deliveries row (one per recorded attempt), oldest first. */
+export async function deliveryRows(pool: DatabasePool): Promise<Array<{ eventId: string; success: boolean; statusCode: number; attemptCount: number; error: string | null }>> {
+  const rows = await pool.any(sql.unsafe`
+    SELECT event_id, success, status_code, attempt_count, error FROM webhook_deliveries ORDER BY requested_at, id`) as readonly Record<string, any>[]
+  return rows.map(r => ({ eventId: r['event_id'], success: r['success'], statusCode: Number(r['status_code']), attemptCount: Number(r['attempt_count']), error: r['error'] }))
+}
