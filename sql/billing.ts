@@ -60,50 +60,86 @@ export interface UsageInput {
   unitPrice?: string | null
 }
 
+/** Rows for usageCtes(): one per event, each with its own id and the month it falls in. */
+export function usageRows(list: readonly UsageInput[]): SerializableValue {
+  return list.map(u => ({
+    id: uuidv7(),
+    tenant_id: u.tenantId,
+    period_start: iso(monthStart(u.at)),
+    metric: u.metric,
+    quantity: String(u.quantity),
+    known_price: u.unitPrice !== undefined,
+    unit_price: u.unitPrice ?? null,
+    recorded_at: iso(u.at),
+    session_id: u.sessionId ?? null,
+    call_record_id: u.callRecordId ?? null,
+    metadata: (u.metadata ?? {}) as SerializableValue,
+    dedupe_key: u.dedupeKey ?? null,
+  }))
+}
+
+/**
+ * Two CTEs for a `WITH` list: `usage_rows` (the events with their tenant's period, when it exists)
+ * and `usage_ins` (the insert of those that have one). Callers select usageOutcome from them, so
+ * usage rides in the statement of the change that causes it: one round trip in the common case,
+ * where the month's period is already open. Rows whose period is missing come back by id for
+ * finishUsage() (the first event of a tenant in a month).
+ */
+export function usageCtes(rows: SerializableValue) {
+  return sql.fragment`
+    usage_rows AS (
+      SELECT r.*, bp.id AS billing_period_id
+      FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(
+        id uuid, tenant_id uuid, period_start timestamptz, metric text, quantity numeric, known_price boolean,
+        unit_price numeric, recorded_at timestamptz, session_id uuid, call_record_id uuid, metadata jsonb, dedupe_key text)
+      LEFT JOIN billing_periods bp ON bp.tenant_id = r.tenant_id AND bp.period_start = r.period_start),
+    usage_ins AS (
+      INSERT INTO billing_events (id, tenant_id, billing_period_id, metric, quantity, unit_price, recorded_at,
+                                  session_id, call_record_id, metadata, dedupe_key)
+      SELECT r.id, r.tenant_id, r.billing_period_id, r.metric, r.quantity,
+             CASE WHEN r.known_price THEN r.unit_price ELSE (
+               SELECT p.unit_price FROM pricing p JOIN tenants t ON t.tier = p.tier
+               WHERE t.id = r.tenant_id AND p.metric = r.metric AND p.effective_from <= r.recorded_at
+                 AND (p.effective_until IS NULL OR p.effective_until > r.recorded_at)
+               ORDER BY p.effective_from DESC LIMIT 1) END,
+             r.recorded_at, r.session_id, r.call_record_id, r.metadata, r.dedupe_key
+      FROM usage_rows r WHERE r.billing_period_id IS NOT NULL
+      ON CONFLICT (dedupe_key) DO NOTHING
+      RETURNING id)`
+}
+
+/** Select-list items over usageCtes(): `usage_inserted` (count) and `usage_missing` (ids without a period). */
+export const usageOutcome = sql.fragment`
+  (SELECT count(*) FROM usage_ins)::int AS usage_inserted,
+  (SELECT coalesce(jsonb_agg(r.id), '[]'::jsonb) FROM usage_rows r WHERE r.billing_period_id IS NULL) AS usage_missing`
+
+export interface UsageOutcome { usage_inserted: number; usage_missing: string[] }
+
+/** Opens the periods usageCtes() found missing and inserts those rows; returns all new rows. */
+export async function finishUsage(tx: CommonQueryMethods, list: readonly UsageInput[], rows: SerializableValue, outcome: UsageOutcome): Promise<number> {
+  if (outcome.usage_missing.length === 0) return outcome.usage_inserted
+  const missing = new Set(outcome.usage_missing)
+  const all = rows as readonly { id: string }[]
+  const opened = new Set<string>()
+  for (let i = 0; i < list.length; i++) {
+    const u = list[i]!
+    const key = `${u.tenantId}|${monthStart(u.at)}`
+    if (!missing.has(all[i]!.id) || opened.has(key)) continue
+    await ensurePeriod(tx, u.tenantId, u.at)
+    opened.add(key)
+  }
+  const again = all.filter(r => missing.has(r.id)) as unknown as SerializableValue
+  const second = (await tx.one(sql.unsafe`WITH ${usageCtes(again)} SELECT ${usageOutcome}`)) as unknown as UsageOutcome
+  return outcome.usage_inserted + second.usage_inserted
+}
+
 /** Records usage events; returns how many were new (dedupe hits are not counted). */
 export async function recordUsage(tx: CommonQueryMethods, usage: UsageInput | readonly UsageInput[]): Promise<number> {
   const list = Array.isArray(usage) ? (usage as readonly UsageInput[]) : [usage as UsageInput]
   if (list.length === 0) return 0
-  const periods = new Map<string, string>()
-  const rows = []
-  for (const u of list) {
-    const key = `${u.tenantId}|${monthStart(u.at)}`
-    let periodId = periods.get(key)
-    if (!periodId) {
-      periodId = await ensurePeriod(tx, u.tenantId, u.at)
-      periods.set(key, periodId)
-    }
-    rows.push({
-      id: uuidv7(),
-      tenant_id: u.tenantId,
-      billing_period_id: periodId,
-      metric: u.metric,
-      quantity: String(u.quantity),
-      known_price: u.unitPrice !== undefined,
-      unit_price: u.unitPrice ?? null,
-      recorded_at: iso(u.at),
-      session_id: u.sessionId ?? null,
-      call_record_id: u.callRecordId ?? null,
-      metadata: (u.metadata ?? {}) as SerializableValue,
-      dedupe_key: u.dedupeKey ?? null,
-    })
-  }
-  const inserted = await tx.anyFirst(sql.unsafe`
-    INSERT INTO billing_events (id, tenant_id, billing_period_id, metric, quantity, unit_price, recorded_at,
-                                session_id, call_record_id, metadata, dedupe_key)
-    SELECT r.id, r.tenant_id, r.billing_period_id, r.metric, r.quantity,
-           CASE WHEN r.known_price THEN r.unit_price ELSE (
-             SELECT p.unit_price FROM pricing p JOIN tenants t ON t.tier = p.tier
-             WHERE t.id = r.tenant_id AND p.metric = r.metric AND p.effective_from <= r.recorded_at
-               AND (p.effective_until IS NULL OR p.effective_until > r.recorded_at)
-             ORDER BY p.effective_from DESC LIMIT 1) END,
-           r.recorded_at, r.session_id, r.call_record_id, r.metadata, r.dedupe_key
-    FROM jsonb_to_recordset(${sql.jsonb(rows as unknown as SerializableValue)}) AS r(
-      id uuid, tenant_id uuid, billing_period_id uuid, metric text, quantity numeric, known_price boolean,
-      unit_price numeric, recorded_at timestamptz, session_id uuid, call_record_id uuid, metadata jsonb, dedupe_key text)
-    ON CONFLICT (dedupe_key) DO NOTHING
-    RETURNING id`)
-  return inserted.length
+  const rows = usageRows(list)
+  const outcome = (await tx.one(sql.unsafe`WITH ${usageCtes(rows)} SELECT ${usageOutcome}`)) as unknown as UsageOutcome
+  return finishUsage(tx, list, rows, outcome)
 }
 
 /** The dedupe key of the daily number rental (DECISIONS 7: 1 unit per number per UTC day held). */

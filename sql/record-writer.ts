@@ -1,6 +1,7 @@
 // Call and SMS records are written behind the routing answer (the provider waits for TeXML, not
-// for our disk): operations are queued and applied by group commit, one transaction per flush,
-// every `flushMs` (10 ms) or `maxBatch` (200) operations, whichever comes first. Inserts are
+// for our disk): operations are queued and applied by group commit, one transaction per flush
+// (one statement for the usual batch of new calls), every `flushMs` (10 ms) or `maxBatch` (200)
+// operations, whichever comes first. Inserts are
 // idempotent upserts keyed by the provider's ids (a replayed callback changes nothing twice);
 // updates carry a status guard so a status never moves backwards.
 //
@@ -10,7 +11,7 @@
 import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type SerializableValue } from 'slonik'
 import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
 import { isUuid } from './cursor.js'
-import { errorCode, toStoreError } from './errors.js'
+import { errorCode, guard, toStoreError } from './errors.js'
 import { iso, isoOrNull, transact, tsOrNull } from './transaction.js'
 
 export interface CallInsert {
@@ -116,8 +117,13 @@ export function createRecordWriter(pool: DatabasePool, opts: { flushMs?: number;
 
   async function apply(ops: Op[]): Promise<void> {
     const results = new Map<Op, Result>()
+    // The usual batch (new calls only) is one statement: atomic without BEGIN/COMMIT, which would
+    // be two more round trips on every flush.
+    const run = (unit: Op[]) => unit.every(op => op.kind === 'call')
+      ? guard(() => applyOps(pool, unit))
+      : transact(pool, tx => applyOps(tx, unit))
     try {
-      for (const [op, r] of await transact(pool, tx => applyOps(tx, ops))) results.set(op, r)
+      for (const [op, r] of await run(ops)) results.set(op, r)
     } catch (err) {
       const e = toStoreError(err)
       onError(e.code)
@@ -126,7 +132,7 @@ export function createRecordWriter(pool: DatabasePool, opts: { flushMs?: number;
       const units = e.slug === 'unavailable' || e.slug === 'retryable' ? [ops] : ops.map(op => [op])
       for (const unit of units) {
         try {
-          for (const [op, r] of await transact(pool, tx => applyOps(tx, unit))) results.set(op, r)
+          for (const [op, r] of await run(unit)) results.set(op, r)
         } catch (again) {
           onError(errorCode(again))
         }
@@ -168,14 +174,22 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Map
       answered_at: isoOrNull(r.answeredAt ?? null), ended_at: isoOrNull(r.endedAt ?? null),
       recording_consent_played: r.recordingConsentPlayed ?? false, party_b_hash: r.partyBHash,
     }))
+    // spec 2.2 callCount/lastCallAt move in the same statement as the call records they count,
+    // so a crash can never leave one without the other; a replayed call (no new row) counts nothing.
     const ids = await storedIds(tx, 'call_records', 'provider_call_id', calls.map(c => c.row.providerCallId), sql.fragment`
-      INSERT INTO call_records (id, session_id, tenant_id, provider_call_id, status, direction, duration_seconds,
-                                initiated_at, answered_at, ended_at, recording_consent_played, party_b_hash)
-      SELECT * FROM jsonb_to_recordset(${json(rows)}) AS r(
-        id uuid, session_id uuid, tenant_id uuid, provider_call_id text, status text, direction text, duration_seconds int,
-        initiated_at timestamptz, answered_at timestamptz, ended_at timestamptz, recording_consent_played boolean, party_b_hash text)
-      ON CONFLICT (provider_call_id) DO NOTHING
-      RETURNING provider_call_id AS key, id`)
+      WITH ins AS (
+        INSERT INTO call_records (id, session_id, tenant_id, provider_call_id, status, direction, duration_seconds,
+                                  initiated_at, answered_at, ended_at, recording_consent_played, party_b_hash)
+        SELECT * FROM jsonb_to_recordset(${json(rows)}) AS r(
+          id uuid, session_id uuid, tenant_id uuid, provider_call_id text, status text, direction text, duration_seconds int,
+          initiated_at timestamptz, answered_at timestamptz, ended_at timestamptz, recording_consent_played boolean, party_b_hash text)
+        ON CONFLICT (provider_call_id) DO NOTHING
+        RETURNING provider_call_id, id, session_id, initiated_at),
+      counted AS (
+        UPDATE sessions s SET call_count = s.call_count + c.n, last_call_at = GREATEST(s.last_call_at, c.at)
+        FROM (SELECT session_id, count(*)::int AS n, max(initiated_at) AS at FROM ins GROUP BY session_id) c
+        WHERE s.id = c.session_id)
+      SELECT provider_call_id AS key, id FROM ins`)
     for (const c of calls) results.set(c, ids.get(c.row.providerCallId) ?? null)
   }
 
@@ -208,10 +222,7 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Map
     }
   }
 
-  // spec 2.2 callCount/lastCallAt move in the same transaction as the call record they count,
-  // so a crash can never leave one without the other; a replayed call (no new row) counts nothing.
-  const newCalls = calls.filter(c => results.get(c) === c.row.id).map(c => ({ sessionId: c.row.sessionId, at: c.row.initiatedAt }))
-  const counts = [...of('call-count'), ...newCalls.map(c => ({ kind: 'call-count' as const, ...c, done: () => {} }))]
+  const counts = of('call-count')
   if (counts.length > 0) {
     const agg = new Map<string, { session_id: string; n: number; at: string }>()
     for (const c of counts) {

@@ -9,10 +9,10 @@ import { sql, type CommonQueryMethods, type FragmentSqlToken, type SerializableV
 import type { EventEnvelope } from '../api/event-envelope.js'
 import { uuidv7 } from '../api/ids.js'
 import { LIVE_STATES, type SessionRecord, type SessionState } from '../engine/types.js'
-import { numberRentalKey, recordUsage } from './billing.js'
+import { finishUsage, numberRentalKey, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
 import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
 import { guard } from './errors.js'
-import { insertOutbox } from './outbox.js'
+import { insertOutbox, outboxInsert } from './outbox.js'
 import { iso, isoOrNull, rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
 
 export { bulkInsertSessions, type BulkSessionRow } from './bulk-sessions.js'
@@ -72,42 +72,11 @@ export async function createSession(db: Db, a: CreateSessionArgs): Promise<Creat
         if (prev) return rollback({ idempotentReplay: prev })
       }
     }
-    // Quota (spec 8.2, across nodes) and proxy hold in one statement: the proxy is only touched
-    // when the quota admitted the session.
-    const hold = (await tx.one(sql.unsafe`
-      WITH q AS (
-        UPDATE tenants SET live_sessions = live_sessions + 1
-        WHERE id = ${rec.tenantId} AND live_sessions < ${a.quota}
-        RETURNING id),
-      p AS (
-        UPDATE proxy_numbers
-        SET tenant_id = ${rec.tenantId}, last_tenant_id = ${rec.tenantId}, live_sessions = live_sessions + 1, released_at = NULL
-        WHERE number = ${rec.proxyNumber} AND (tenant_id IS NULL OR tenant_id = ${rec.tenantId}) AND EXISTS (SELECT 1 FROM q)
-        RETURNING number)
-      SELECT EXISTS (SELECT 1 FROM q) AS quota_ok, EXISTS (SELECT 1 FROM p) AS proxy_ok`)) as { quota_ok: boolean; proxy_ok: boolean }
-    if (!hold.quota_ok) return rollback('tier-session-limit')
-    if (!hold.proxy_ok) return rollback('proxy-conflict')
-
-    const participants = await tx.anyFirst(sql.unsafe`
-      WITH s AS (
-        INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes,
-                              max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
-                              agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version)
-        VALUES (${rec.id}, ${rec.tenantId}, ${rec.proxyNumber}, ${rec.state}, ${rec.directionMode},
-                ${sql.jsonb(a.metadata as SerializableValue)}, ${rec.gracePeriodMinutes}, ${rec.maxDurationMinutes},
-                ${rec.recordingEnabled}, ${rec.consentPrompt}, ${sql.binary(a.agentEnc)}, ${sql.binary(a.customerEnc)},
-                ${a.agentHash}, ${a.customerHash}, ${ts(rec.expiresAt)}, ${ts(rec.createdAt)}, ${ts(rec.activatedAt)},
-                ${tsOrNull(rec.endedAt)}, ${tsOrNull(rec.expiredAt)}, ${rec.version})
-        RETURNING id, proxy_number)
-      INSERT INTO session_participants (proxy_number, party_hash, session_id)
-      SELECT s.proxy_number, h.hash, s.id FROM s CROSS JOIN unnest(${sql.array([a.agentHash, a.customerHash], 'text')}) AS h(hash)
-      ON CONFLICT DO NOTHING
-      RETURNING party_hash`)
-    // spec 3.1: a party of this session already takes part in a live session on this proxy.
-    if (participants.length !== 2) return rollback('proxy-conflict')
-
-    await insertOutbox(tx, a.events, rec.id)
-    await recordUsage(tx, [
+    // One statement (one round trip): quota (spec 8.2, across nodes), proxy hold, session row,
+    // participants, outbox and usage. The proxy is only touched when the quota admitted the
+    // session and the session only inserted when the hold succeeded; any refusal rolls the whole
+    // transaction back, so the unconditional outbox/usage inserts never survive one.
+    const usage: UsageInput[] = [
       {
         tenantId: rec.tenantId, metric: 'session_created', quantity: 1, at: rec.createdAt, sessionId: rec.id,
         ...(a.billing ? { unitPrice: a.billing.unitPrice } : {}),
@@ -116,7 +85,44 @@ export async function createSession(db: Db, a: CreateSessionArgs): Promise<Creat
         tenantId: rec.tenantId, metric: 'number_rental', quantity: 1, at: rec.createdAt,
         dedupeKey: numberRentalKey(rec.tenantId, rec.proxyNumber, rec.createdAt), metadata: { proxyNumber: rec.proxyNumber },
       },
-    ])
+    ]
+    const rows = usageRows(usage)
+    const out = (await tx.one(sql.unsafe`
+      WITH q AS (
+        UPDATE tenants SET live_sessions = live_sessions + 1
+        WHERE id = ${rec.tenantId} AND live_sessions < ${a.quota}
+        RETURNING id),
+      p AS (
+        UPDATE proxy_numbers
+        SET tenant_id = ${rec.tenantId}, last_tenant_id = ${rec.tenantId}, live_sessions = live_sessions + 1, released_at = NULL
+        WHERE number = ${rec.proxyNumber} AND (tenant_id IS NULL OR tenant_id = ${rec.tenantId}) AND EXISTS (SELECT 1 FROM q)
+        RETURNING number),
+      s AS (
+        INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes,
+                              max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
+                              agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version)
+        SELECT ${rec.id}, ${rec.tenantId}, ${rec.proxyNumber}, ${rec.state}, ${rec.directionMode},
+               ${sql.jsonb(a.metadata as SerializableValue)}, ${rec.gracePeriodMinutes}, ${rec.maxDurationMinutes},
+               ${rec.recordingEnabled}, ${rec.consentPrompt}, ${sql.binary(a.agentEnc)}, ${sql.binary(a.customerEnc)},
+               ${a.agentHash}, ${a.customerHash}, ${ts(rec.expiresAt)}, ${ts(rec.createdAt)}, ${ts(rec.activatedAt)},
+               ${tsOrNull(rec.endedAt)}, ${tsOrNull(rec.expiredAt)}, ${rec.version}
+        WHERE EXISTS (SELECT 1 FROM p)
+        RETURNING id, proxy_number),
+      parts AS (
+        INSERT INTO session_participants (proxy_number, party_hash, session_id)
+        SELECT s.proxy_number, h.hash, s.id FROM s CROSS JOIN unnest(${sql.array([a.agentHash, a.customerHash], 'text')}) AS h(hash)
+        ON CONFLICT DO NOTHING
+        RETURNING party_hash),
+      outbox_ins AS (${outboxInsert(a.events, rec.id)}),
+      ${usageCtes(rows)}
+      SELECT EXISTS (SELECT 1 FROM q) AS quota_ok, EXISTS (SELECT 1 FROM p) AS proxy_ok,
+             (SELECT count(*) FROM parts)::int AS participants, ${usageOutcome}`)) as unknown as
+      UsageOutcome & { quota_ok: boolean; proxy_ok: boolean; participants: number }
+    if (!out.quota_ok) return rollback('tier-session-limit')
+    if (!out.proxy_ok) return rollback('proxy-conflict')
+    // spec 3.1: a party of this session already takes part in a live session on this proxy.
+    if (out.participants !== 2) return rollback('proxy-conflict')
+    await finishUsage(tx, usage, rows, out)
     return 'ok'
   })
 }

@@ -37,12 +37,10 @@ async function setup(t: Test, o: { events?: string[]; url?: (r: WebhookReceiver)
   const phoneKey = randomBytes(32)
   const cipher = createSecretCipher(phoneKey)
   const tenantId = await seedTenant(pool)
-  if (o.configured !== false) {
-    await putWebhookConfig(pool, {
-      tenantId, url: o.url ? o.url(receiver) : receiver.url, events: o.events ?? ['session.created', 'session.activated', 'call.ended'],
-      secretEnc: cipher.encrypt(secret), now: clock.now(),
-    })
-  }
+  const subscribe = (events: string[]) => putWebhookConfig(pool, {
+    tenantId, url: o.url ? o.url(receiver) : receiver.url, events, secretEnc: cipher.encrypt(secret), now: clock.now(),
+  })
+  if (o.configured !== false) await subscribe(o.events ?? ['session.created', 'session.activated', 'call.ended'])
   const logs: string[] = []
   const log = createLogger({ level: 'debug', destination: { write: (s: string) => { logs.push(s) } } })
   const dispatcher = (over: Partial<DispatcherOptions> = {}) => {
@@ -61,7 +59,7 @@ async function setup(t: Test, o: { events?: string[]; url?: (r: WebhookReceiver)
     return page.data.reverse() // oldest first
   }
   const outbox = (id: string) => pool.one(sql.unsafe`SELECT outcome, attempts, done_at IS NOT NULL AS done FROM outbox WHERE id = ${id}`)
-  return { db, pool, clock, secret, receiver, cipher, tenantId, dispatcher, enqueue, deliveries, outbox, logs }
+  return { db, pool, clock, secret, receiver, cipher, tenantId, dispatcher, enqueue, deliveries, outbox, logs, subscribe }
 }
 
 async function seedTenant(db: CommonQueryMethods): Promise<string> {
@@ -224,10 +222,11 @@ t.test('a dispatcher that died mid-delivery: another one redelivers once the lea
 })
 
 t.test('not subscribed, or no webhook: skipped without a request or a log row', async t => {
+  // Decided when the event is written (sql/outbox.ts): nothing is due for the dispatcher.
   const s = await setup(t, { events: ['call.ended'] })
   const d = s.dispatcher()
   const e = await s.enqueue('sms.received')
-  t.equal(await d.runOnce(), 1)
+  t.equal(await d.runOnce(), 0)
   t.match(await s.outbox(e.id), { outcome: 'skipped', done: true })
   t.equal(s.receiver.deliveries.length, 0)
   t.same(await s.deliveries(), [])
@@ -235,9 +234,18 @@ t.test('not subscribed, or no webhook: skipped without a request or a log row', 
   const none = await setup(t, { configured: false })
   const d2 = none.dispatcher()
   const e2 = await none.enqueue('session.target_swapped')
-  t.equal(await d2.runOnce(), 1)
+  t.equal(await d2.runOnce(), 0)
   t.match(await none.outbox(e2.id), { outcome: 'skipped' })
   t.equal(none.receiver.deliveries.length, 0)
+
+  // Unsubscribed after the event was written: the dispatcher skips it when it comes due.
+  const later = await setup(t, { events: ['sms.received'] })
+  const d3 = later.dispatcher()
+  const e3 = await later.enqueue('sms.received')
+  await later.subscribe(['call.ended'])
+  t.equal(await d3.runOnce(), 1)
+  t.match(await later.outbox(e3.id), { outcome: 'skipped', done: true })
+  t.equal(later.receiver.deliveries.length, 0)
 })
 
 t.test('session.target_swapped is delivered to a configured webhook whatever the subscription', async t => {

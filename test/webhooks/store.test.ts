@@ -121,9 +121,37 @@ t.test('recent deliveries: the latest 50', async t => {
   t.equal(recent[49]!.requestedAt, new Date(at + 10_000).toISOString())
 })
 
+/** A tenant whose webhook wants session.created and session.activated: its events are due. */
+async function seedSubscribedTenant(db: CommonQueryMethods): Promise<string> {
+  const tenantId = await seedTenant(db)
+  await putWebhookConfig(db, { tenantId, url: 'https://a.example/hook', events: ['session.created', 'session.activated'], secretEnc: Buffer.alloc(16), now: Date.now() })
+  return tenantId
+}
+
+t.test('outbox insert: an event no webhook of the tenant wants is stored done (skipped), the others are due', async t => {
+  const { pool } = await database()
+  const bare = await seedTenant(pool)
+  const hooked = await seedSubscribedTenant(pool)
+  // One session each: the claim holds a session's later events back behind its first.
+  const none = envelope(bare, uuidv7()), notWanted = envelope(hooked, uuidv7(), 'call.ended'), wanted = envelope(hooked, uuidv7())
+  const swap = envelope(hooked, uuidv7(), 'session.target_swapped'), swapNone = envelope(bare, uuidv7(), 'session.target_swapped')
+  const probe = buildEnvelope(uuidv7(), 'session.created', Date.now(), { sessionId: uuidv7(), tenantId: hooked, proxyNumber: '+12025550100', test: true })
+  await insertOutbox(pool, [none, notWanted, wanted, swap, swapNone, probe])
+  const rows = new Map((await pool.any(sql.unsafe`SELECT id, outcome, done_at IS NOT NULL AS done FROM outbox`)).map(r => [r.id as string, r]))
+  for (const [e, what] of [[none, 'no webhook'], [notWanted, 'not subscribed'], [swapNone, 'target_swapped without a webhook']] as const) {
+    t.match(rows.get(e.id), { outcome: 'skipped', done: true }, what)
+  }
+  for (const [e, what] of [[wanted, 'subscribed'], [swap, 'target_swapped with a webhook'], [probe, 'the test event']] as const) {
+    t.match(rows.get(e.id), { outcome: null, done: false }, what)
+  }
+  const due = await claimDue(pool, { limit: 10, leaseMs: 30_000, now: Date.now() + 1_000 })
+  t.same(due.map(e => e.id).sort(), [wanted.id, swap.id, probe.id].sort(), 'only the wanted events are claimed')
+  for (const ev of due) await markDone(pool, ev, 'delivered', Date.now() + 1_000) // the next test claims from the same outbox
+})
+
 t.test('outbox claim: a lease, disjoint between claimers, per-session order kept', async t => {
   const { pool, createPool } = await database()
-  const tenantId = await seedTenant(pool)
+  const tenantId = await seedSubscribedTenant(pool)
   const s1 = uuidv7(), s2 = uuidv7()
   const e1 = envelope(tenantId, s1), e2 = envelope(tenantId, s1, 'session.activated'), e3 = envelope(tenantId, s2)
   await insertOutbox(pool, [e1, e2, e3])
@@ -153,7 +181,7 @@ t.test('outbox claim: a lease, disjoint between claimers, per-session order kept
   t.notOk(await markDone(pool, first[1]!, 'delivered', now + 36_000), 'the old holder of e3 lost its lease')
   t.notOk(await markRetry(pool, next[0]!, now + 40_000), 'the old holder of e2 lost its lease')
   for (const ev of lapsed) t.ok(await markDone(pool, ev, 'skipped', now + 36_000))
-  const rows = await pool.any(sql.unsafe`SELECT id, outcome, attempts FROM outbox ORDER BY id`)
+  const rows = await pool.any(sql.unsafe`SELECT id, outcome, attempts FROM outbox WHERE id = ANY(${sql.array([e1.id, e2.id, e3.id], 'uuid')}) ORDER BY id`)
   t.same(rows.map(r => r.outcome), ['delivered', 'skipped', 'skipped'])
 
   // concurrent claimers on separate pools get disjoint rows
