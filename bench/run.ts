@@ -1,7 +1,7 @@
 // `npm run bench`: drives the real service over loopback and reports how close it gets to what
 // this machine can do, as ratios against baselines measured in the same run (STYLE 8).
 //
-//   node --expose-gc --import tsx bench/run.ts [--smoke] [--sessions N] [--only a,b] [--duration s] [--connections N]
+//   node --expose-gc --import tsx bench/run.ts [--smoke] [--profile] [--sessions N] [--only a,b] [--duration s] [--connections N]
 //
 // Steps (--only picks scenarios; the baselines they are compared with come along):
 //   baselines  hello, callback-uws, fastify (bench/baselines/), verify (Ed25519 loop), insert (INSERT loop)
@@ -21,6 +21,7 @@ import { createBenchDatabase, type BenchDatabase } from './lib/database.js'
 import { describeMachine, detectPinning, findLoadGenerator, gitRevision } from './lib/machine.js'
 import { loadPopulation, planPopulation, type Loaded } from './lib/population.js'
 import { updateResultsSection, writeLatest, type RunInfo } from './lib/report.js'
+import { profileIn, profileMarkdown, summarizeProfile, type ProfileWindow } from './lib/profile.js'
 import { progress, Results } from './lib/results.js'
 import { latencyChart } from './lib/svg-chart.js'
 import { baselineCallbackUws, baselineFastify, baselineHello, baselineInsert, baselineVerify } from './scenarios/baselines.js'
@@ -133,6 +134,16 @@ try {
 }
 if (has('memory')) await step('memory (engine heap)', () => engineHeap(ctx))
 
+/** --profile: one summary per loaded run from the profile the service wrote when it stopped. */
+function profiles(dir: string, windows: readonly ProfileWindow[]): void {
+  const file = profileIn(dir)
+  if (!file) { results.note(`--profile: no .cpuprofile in ${dir} (did the service exit cleanly?)`); return }
+  for (const s of summarizeProfile(file, windows)) {
+    progress(`profile ${s.name}: busy ${(s.busyShare * 100).toFixed(0)} %; ${s.parts.slice(0, 6).map(p => `${p.what} ${(p.share * 100).toFixed(0)} %`).join(', ')}`)
+    results.profile(profileMarkdown(s, file.slice(ROOT.length)))
+  }
+}
+
 async function serviceScenarios(db: BenchDatabase): Promise<void> {
   const missing = ensureServiceBuilt()
   if (missing) {
@@ -169,11 +180,14 @@ async function serviceScenarios(db: BenchDatabase): Promise<void> {
     if (svc.liveSessions !== undefined && svc.liveSessions < pop.sessions) {
       results.note(`service (${cfg.name}) rebuilt ${svc.liveSessions} live sessions, expected at least ${pop.sessions}`)
     }
+    if (svc.profileDir) ctx.profileWindows = []
     try {
       await fn(svc)
     } finally {
       ctx.serverPid = undefined
       await svc.stop()
+      if (svc.profileDir) profiles(svc.profileDir, ctx.profileWindows ?? [])
+      ctx.profileWindows = undefined
     }
   }
 

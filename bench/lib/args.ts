@@ -1,4 +1,4 @@
-// Command line of `npm run bench`: `[--smoke] [--sessions N] [--only a,b] [--duration s] [--connections N]`.
+// Command line of `npm run bench`: `[--smoke] [--profile] [--sessions N] [--only a,b] [--duration s] [--connections N]`.
 export const SCENARIO_IDS = ['voice', 'ed25519', 'sms', 'create', 'read', 'memory', 'fanout'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]
 
@@ -20,6 +20,8 @@ export const NEEDS: Record<ScenarioId, readonly BaselineId[]> = {
 
 export interface Options {
   smoke: boolean
+  /** Run the service under V8's sampling profiler and report where each loaded run's time went. */
+  profile: boolean
   sessions: number
   /** Seconds of load per measured run. */
   duration: number
@@ -51,7 +53,7 @@ export function parseArgs(argv: readonly string[]): Options {
     if (!Number.isFinite(n) || n < min) throw new UsageError(`${name} must be a number ≥ ${min}`)
     return n
   }
-  const known = new Set(['--smoke', '--sessions', '--only', '--duration', '--connections'])
+  const known = new Set(['--smoke', '--profile', '--sessions', '--only', '--duration', '--connections'])
   for (const a of argv) if (a.startsWith('--') && !known.has(a)) throw new UsageError(`unknown option ${a}`)
 
   const sessions = Math.round(num('--sessions', smoke ? 2_000 : 1_000_000, 10))
@@ -67,6 +69,7 @@ export function parseArgs(argv: readonly string[]): Options {
   }
   return {
     smoke,
+    profile: argv.includes('--profile'),
     sessions,
     duration,
     unloadedDuration: smoke ? Math.min(1, duration) : Math.max(2, Math.min(5, duration / 2)),

@@ -1,7 +1,7 @@
 // Child processes of the run: servers under test, load generators, probes. Every child is
 // tracked so an interrupted run leaves nothing behind; each is stopped by its own pid.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { closeSync, openSync, readFileSync, statSync } from 'node:fs'
+import { closeSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { createServer } from 'node:net'
 import type { Pinning } from './machine.js'
 
@@ -177,12 +177,11 @@ let clockTicks = 0
 
 /** CPU time (user + system) a live process has used, in seconds (Linux /proc), or NaN. */
 export function cpuSeconds(pid: number): number {
-  if (!clockTicks) clockTicks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     // Fields after the command name (which may contain spaces) start after the last ')'.
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(f[11]) + Number(f[12])) / clockTicks
+    return (Number(f[11]) + Number(f[12])) / ticks()
   } catch {
     return Number.NaN
   }
@@ -203,4 +202,43 @@ export async function quiesce(pid: number, maxMs: number, threshold = 0.1, windo
     if (Date.now() - t0 >= maxMs) return { waitedMs: Date.now() - t0, idle: false }
     before = now
   }
+}
+
+export interface CpuSnapshot { at: number; total: number; service: number; postgres: number }
+
+function ticks(): number {
+  if (!clockTicks) clockTicks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100
+  return clockTicks
+}
+
+/**
+ * Machine-wide CPU seconds (Linux /proc/stat, all cores, busy only) and those of the service
+ * process and of every local Postgres process, for a split of where a run's time went.
+ */
+export function cpuSnapshot(servicePid: number): CpuSnapshot {
+  const snap: CpuSnapshot = { at: Date.now(), total: Number.NaN, service: cpuSeconds(servicePid), postgres: 0 }
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number)
+    // user nice system idle iowait irq softirq steal: busy = all but idle and iowait.
+    snap.total = (f[0]! + f[1]! + f[2]! + f[5]! + f[6]! + (f[7] ?? 0)) / ticks()
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue
+      let stat: string
+      try { stat = readFileSync(`/proc/${pid}/stat`, 'utf8') } catch { continue }
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      if (!comm.startsWith('postgres') && !comm.startsWith('postmaster')) continue
+      const v = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      snap.postgres += (Number(v[11]) + Number(v[12])) / ticks()
+    }
+  } catch { /* not Linux */ }
+  return snap
+}
+
+/** Cores used per group between two snapshots: service, Postgres, and the rest (load generator, others). */
+export function cpuSplit(a: CpuSnapshot, b: CpuSnapshot): { service: number; postgres: number; rest: number } | null {
+  const s = (b.at - a.at) / 1000
+  if (!(s > 0) || !Number.isFinite(a.total) || !Number.isFinite(b.service - a.service)) return null
+  const service = (b.service - a.service) / s
+  const postgres = (b.postgres - a.postgres) / s
+  return { service, postgres, rest: Math.max(0, (b.total - a.total) / s - service - postgres) }
 }

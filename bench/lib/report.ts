@@ -85,6 +85,7 @@ export function writeLatest(path: string, info: RunInfo, r: Results, jsonlName: 
   ]
   if (r.skips.length) lines.push('## Skipped', '', ...r.skips.map(s => `- ${s.step}: ${s.reason}`), '')
   if (r.notes.length) lines.push('## Notes', '', ...r.notes.map(n => `- ${n}`), '')
+  if (r.profiles.length) lines.push('## Profiles (--profile)', '', ...r.profiles)
   writeFileSync(path, lines.join('\n'))
   return svg
 }

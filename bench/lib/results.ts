@@ -32,6 +32,8 @@ export class Results {
   readonly targets: TargetResult[] = []
   readonly skips: Skip[] = []
   readonly notes: string[] = []
+  /** --profile: Markdown lines per profiled run (bench/lib/profile.ts). */
+  readonly profiles: string[] = []
   readonly #byName = new Map<string, Figure>()
   readonly #jsonl: string
 
@@ -56,6 +58,10 @@ export class Results {
     this.#byName.set(name, f)
     console.log(`bench: ${name} ${formatValue(value)} ${unit}`)
     this.#write({ type: 'figure', ...f })
+  }
+
+  profile(markdown: readonly string[]): void {
+    this.profiles.push(...markdown)
   }
 
   get(name: string): number | undefined {

@@ -5,8 +5,9 @@ import { failureShare, runLoad, type LoadResult } from '../lib/loadgen.js'
 import type { LoadGenerator, Pinning } from '../lib/machine.js'
 import type { Population } from '../lib/population.js'
 import type { TelnyxKeyPair } from '../../test/support/callback-driver.js'
-import { quiesce } from '../lib/proc.js'
+import { cpuSnapshot, cpuSplit, quiesce } from '../lib/proc.js'
 import { progress, type Results } from '../lib/results.js'
+import { monotonicUs, type ProfileWindow } from '../lib/profile.js'
 
 export interface Keys {
   telnyx: TelnyxKeyPair
@@ -31,6 +32,8 @@ export interface Ctx {
   keys: Keys
   /** The service under test while one runs: load runs first wait for it to go idle. */
   serverPid?: number
+  /** With --profile, while a service runs: the windows of its loaded runs (bench/lib/profile.ts). */
+  profileWindows?: ProfileWindow[]
 }
 
 export interface LoadedRun {
@@ -77,7 +80,11 @@ export async function loaded(ctx: Ctx, run: LoadedRun): Promise<LoadResult> {
     await runLoad(ctx.gen, ctx.pin, { url: run.url, file: run.warmFile, connections, durationS: ctx.opts.warmup })
   }
   progress(`${run.label}: ${connections} connections, ${ctx.opts.duration} s`)
+  const startUs = monotonicUs()
+  const cpu0 = ctx.serverPid === undefined ? null : cpuSnapshot(ctx.serverPid)
   const r = await runLoad(ctx.gen, ctx.pin, { url: run.url, file: run.file, connections, durationS: ctx.opts.duration })
+  const split = cpu0 && cpuSplit(cpu0, cpuSnapshot(ctx.serverPid!))
+  ctx.profileWindows?.push({ name: run.name, startUs, endUs: monotonicUs() })
   check(ctx, run.name, r)
   if (run.distinct !== undefined && r.requests > run.distinct) {
     ctx.results.note(`${run.name}: ${r.requests} requests over ${run.distinct} pre-generated ones: ` +
@@ -88,6 +95,14 @@ export async function loaded(ctx: Ctx, run: LoadedRun): Promise<LoadResult> {
   ctx.results.figure(`${run.name}.p50`, r.latencyUs.p50, 'us')
   ctx.results.figure(`${run.name}.p99`, r.latencyUs.p99, 'us')
   ctx.results.latency({ label: run.label, ...r.latencyUs })
+  if (split && r.okRps > 0) {
+    // Where the machine's time went, per answered request: the service's own CPU, Postgres's
+    // (the records, events and usage written behind the answers), and the rest (the load
+    // generator and anything else running).
+    ctx.results.figure(`${run.name}.cpu_per_req.service`, split.service * 1e6 / r.okRps, 'us')
+    ctx.results.figure(`${run.name}.cpu_per_req.postgres`, split.postgres * 1e6 / r.okRps, 'us')
+    ctx.results.figure(`${run.name}.cpu_per_req.rest`, split.rest * 1e6 / r.okRps, 'us')
+  }
   return r
 }
 

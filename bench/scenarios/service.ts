@@ -85,6 +85,8 @@ export interface Service {
   liveSessions: number | undefined
   rssBytes: number
   logFile: string
+  /** With --profile: where the service writes its `.cpuprofile` when it exits. */
+  profileDir?: string
   child: Child
   stop(): Promise<void>
 }
@@ -138,9 +140,10 @@ function listeningLine(line: string): Listening | undefined {
 export async function startService(ctx: Ctx, db: BenchDatabase, cfg: ServiceConfig, port?: number): Promise<Service> {
   port ??= await freePort()
   const logFile = `${ctx.logPrefix}.service-${cfg.name}.log`
+  const profileDir = ctx.opts.profile ? `${ctx.logPrefix}.profile-${cfg.name}` : undefined
   progress(`service (${cfg.name}): starting ${entryArgs.at(-1)} on port ${port}, ${ctx.pop.sessions.toLocaleString('en')} live sessions to rebuild; log ${logFile}`)
   const child = startChild({
-    name: `service (${cfg.name})`, cmd: process.execPath, args: entryArgs, core: ctx.pin.serverCore, pin: ctx.pin,
+    name: `service (${cfg.name})`, cmd: process.execPath, args: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...entryArgs] : entryArgs, core: ctx.pin.serverCore, pin: ctx.pin,
     env: serviceEnv(ctx, db, cfg, port), logFile,
   })
   const ready = await child.waitFor(listeningLine, Math.max(120_000, ctx.pop.sessions / 2), 'its "listening" log line')
@@ -150,7 +153,7 @@ export async function startService(ctx: Ctx, db: BenchDatabase, cfg: ServiceConf
   progress(`service (${cfg.name}): listening after ${bootMs} ms (startService ${ready.bootMs ?? '?'} ms), ` +
     `${ready.liveSessions?.toLocaleString('en') ?? '?'} live sessions, RSS ${Math.round(rssBytes / 2 ** 20)} MiB`)
   return {
-    url: `http://127.0.0.1:${port}`, port, pid: child.pid, bootMs, serviceBootMs: ready.bootMs, liveSessions: ready.liveSessions, rssBytes, logFile, child,
+    url: `http://127.0.0.1:${port}`, port, pid: child.pid, bootMs, serviceBootMs: ready.bootMs, liveSessions: ready.liveSessions, rssBytes, logFile, ...(profileDir ? { profileDir } : {}), child,
     async stop() {
       await child.stop(15_000)
     },
