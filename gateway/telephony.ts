@@ -5,7 +5,7 @@
 import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
 import type { Engine, RouteDecision } from '../engine/index.js'
-import type { CallStatus } from '../engine/types.js'
+import type { CallStatus, SmsStatus } from '../engine/types.js'
 import type { ApiReply, ApiRequest } from '../api/route.js'
 import { buildEnvelope, type EventEnvelope, type EventType } from '../api/event-envelope.js'
 import { uuidv7 } from '../api/ids.js'
@@ -40,6 +40,7 @@ export interface TelephonyDeps {
 const XML = 'application/xml'
 const SMS_PATH = '/v1/webhooks/cpaas/sms'
 const RECENT_MAX = 100_000
+const SMS_STATUS_RETRY_MS = [1_000, 5_000]
 
 /** Recent provider ids → our ids: a replayed voice fetch gets the same callId and changes nothing. */
 class Recent {
@@ -212,6 +213,19 @@ export function createTelephony(d: TelephonyDeps) {
     }
   }
 
+  /**
+   * A delivery status for a forwarded message. The provider may report it before our send has
+   * stored the forwarded message's id (the send's answer and the status webhook race): a status
+   * that matched nothing is tried again after 1 s and 5 s. A status never moves backwards, so a
+   * retry of one that was merely stale changes nothing.
+   */
+  function smsStatus(forwardId: string, status: SmsStatus, deliveredAt: number | null, attempt: number): void {
+    void d.records.updateSmsStatusByForwardId(forwardId, status, deliveredAt).then(hit => {
+      const wait = SMS_STATUS_RETRY_MS[attempt]
+      if (!hit && wait !== undefined) setTimeout(() => smsStatus(forwardId, status, deliveredAt, attempt + 1), wait).unref()
+    })
+  }
+
   async function sms(req: ApiRequest): Promise<ApiReply> {
     const ok: ApiReply = { status: 200, body: '{"ok":true}', contentType: 'application/json; charset=utf-8' }
     const bad = verify(req)
@@ -222,7 +236,7 @@ export function createTelephony(d: TelephonyDeps) {
     const cb = parseSmsCallback(req.headers['content-type'], req.rawBody ?? '')
     if (cb.kind === 'invalid') return { status: 400, body: '{"ok":false}', contentType: 'application/json; charset=utf-8' }
     if (cb.kind === 'status') {
-      void d.records.updateSmsStatusByForwardId(cb.messageId, cb.status, cb.status === 'DELIVERED' ? d.now() : null)
+      smsStatus(cb.messageId, cb.status, cb.status === 'DELIVERED' ? d.now() : null, 0)
       return ok
     }
     if (cb.kind === 'ignored') return ok

@@ -75,3 +75,22 @@ t.test('sms in both directions', async t => {
     }
   })
 })
+
+t.test('a delivery status that arrives before the send has stored the forwarded id is applied after it', async t => {
+  const api = await startTelnyxService(t)
+  const { driver, fake } = api
+  const acct = await api.signup()
+  const A = api.phone(1), B = api.phone(2)
+  const s = (await api.req('POST', '/v1/sessions', { token: acct.token, body: { agentPhone: A, customerPhone: B } })).body
+  // The provider answers the send late; its status webhook for that message comes first.
+  fake.enqueue({ latencyMs: 600, body: { data: { record_type: 'message', id: 'fwd-early-1', type: 'SMS', to: [{ phone_number: A, status: 'queued' }] } } })
+  await driver.smsReceived({ from: B, to: s.proxyNumber, text: 'early status', messageId: 'in-early-1' })
+  await eventually(async () => (fake.count === 1 ? true : undefined), 'the send reached the provider')
+  const r = await driver.smsStatus({ messageId: 'fwd-early-1', eventType: 'message.finalized', status: 'delivered' })
+  t.equal(r.status, 200)
+  const row = await eventually(async () => {
+    const list = (await api.req('GET', `/v1/sessions/${s.id}/sms`, { token: acct.token })).body.data as SmsRow[]
+    return list[0]?.status === 'DELIVERED' ? list[0] : undefined
+  }, 'the early status applied')
+  t.match(row, { status: 'DELIVERED', deliveredAt: String })
+})
