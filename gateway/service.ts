@@ -56,6 +56,8 @@ export interface StartOptions {
   checkResponses?: boolean
   /** An already-open, migrated database (tests); it stays open when the service closes. */
   db?: Database
+  /** Redis key prefix of the rate limits (tests: services sharing one Redis must not share limits). */
+  rateLimitPrefix?: string
 }
 
 export interface RunningService {
@@ -151,7 +153,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
         authenticatorOf(services).invalidateTenant(t.id)
         bus.publish([{ kind: 'tenant', id: t.id }])
       },
-      ...(redis ? { rateLimiter: createRedisRateLimiter({ redis, now }) } : {}),
+      ...(redis ? { rateLimiter: createRedisRateLimiter({ redis, now, ...(opts.rateLimitPrefix ? { prefix: opts.rateLimitPrefix } : {}) }) } : {}),
     }
 
     const runner = createSessionRunner({

@@ -39,6 +39,9 @@ export interface Account {
 
 let accounts = 0
 
+/** Services started by this process: each gets its own rate-limit keys in the shared Redis. */
+let services = 0
+
 export async function startTestService(t: TapLike, opts: { env?: Record<string, string>; now?: () => number } = {}) {
   const db = await testDatabase(t)
   const dataDir = mkdtempSync(join(tmpdir(), 'maskline-svc-'))
@@ -53,7 +56,7 @@ export async function startTestService(t: TapLike, opts: { env?: Record<string, 
   })
   const logLines: string[] = []
   const sink = new Writable({ write(chunk, _enc, cb) { logLines.push(String(chunk)); cb() } })
-  const svc: RunningService = await startService({ config, db, logDestination: sink, checkResponses: true, ...(opts.now ? { now: opts.now } : {}) })
+  const svc: RunningService = await startService({ config, db, logDestination: sink, checkResponses: true, rateLimitPrefix: `maskline:rl:test-${process.pid}-${++services}:`, ...(opts.now ? { now: opts.now } : {}) })
   const bodies: string[] = []
   /** Real numbers this test sent as parties: never to be seen in a response or a log line. */
   const partyNumbers = new Set<string>()
