@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url'
 import { generateTelnyxKeyPair } from '../test/support/callback-driver.js'
 import { parseArgs, UsageError, type Options, type StepId } from './lib/args.js'
 import { createBenchDatabase, type BenchDatabase } from './lib/database.js'
-import { describeMachine, detectPinning, findLoadGenerator, gitRevision } from './lib/machine.js'
+import { describeMachine, detectPinning, findLoadGenerator, gitRevision, pinLocalPostgres } from './lib/machine.js'
 import { loadPopulation, planPopulation, type Loaded } from './lib/population.js'
 import { updateResultsSection, writeLatest, type RunInfo } from './lib/report.js'
 import { profileIn, profileMarkdown, summarizeProfile, type ProfileWindow } from './lib/profile.js'
@@ -118,10 +118,15 @@ if (has('verify')) await step('verify', () => baselineVerify(ctx))
 // 2. The database: INSERT-loop baseline, then the population, then the service scenarios.
 const serviceSteps = (['voice', 'ed25519', 'sms', 'create', 'read', 'fanout', 'memory'] as const).filter(has)
 let db: BenchDatabase | null = null
+let pgPin: ReturnType<typeof pinLocalPostgres> = null
 try {
   if (has('insert') || serviceSteps.length) {
     db = await createBenchDatabase(databaseUrl)
     progress(`database: ${db.label}`)
+    if (databaseUrl && serviceSteps.length) {
+      pgPin = pinLocalPostgres(pin, databaseUrl)
+      if (pgPin) { progress(pgPin.why); info.pinning += `; ${pgPin.why}` }
+    }
     if (!databaseUrl && has('create')) progress('scenario 4 runs on embedded PGlite here; its bar is set for real Postgres: set DATABASE_URL for that figure')
   }
   if (db && has('insert')) await step('insert', () => baselineInsert(ctx, db!))
@@ -130,6 +135,7 @@ try {
   failures++
   results.skip('database', `failed: ${(err as Error).message.split('\n')[0]}`)
 } finally {
+  pgPin?.restore()
   await db?.dispose().catch(() => {})
 }
 if (has('memory')) await step('memory (engine heap)', () => engineHeap(ctx))

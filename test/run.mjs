@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The one test command (`npm test`, and `.ci/run` through it). Quality gates are tests
-// (STYLE 10): type-check, lint, then the node-tap suite twice, once against the real services
+// (STYLE 10): type-check, lint, a smoke run of the bench suite, then the node-tap suite twice, once against the real services
 // (Postgres on 127.0.0.1:5432, Redis on 6379) and once on the embedded default (PGlite,
 // in-process bus). Ends with the plain line `N passed, N failed`.
 import { spawn } from 'node:child_process'
@@ -46,6 +46,8 @@ async function suite(name, env) {
 if (!only.length) {
   await gate('types (tsc --noEmit)', 'npx', ['tsc', '--noEmit', '-p', '.'])
   await gate('lint (eslint)', 'npx', ['eslint', '.'])
+  // Issue #7: CI proves the bench suite still runs (a short smoke; its figures are not judged).
+  await gate('bench smoke (npm run bench -- --smoke)', 'npm', ['run', 'bench', '--silent', '--', '--smoke'])
 }
 await suite('real Postgres + Redis', { TEST_DATABASE_URL: pgUrl, TEST_REDIS_URL: redisUrl, MASKLINE_TEST_BACKEND: 'services' })
 await suite('embedded PGlite + in-process bus', { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', MASKLINE_TEST_BACKEND: 'embedded' })

@@ -1,6 +1,6 @@
 // What this machine is and which tools the run can use: CPU, cores, taskset, the load generator.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { accessSync, constants, readFileSync } from 'node:fs'
+import { accessSync, constants, readdirSync, readFileSync } from 'node:fs'
 import { availableParallelism, cpus, totalmem } from 'node:os'
 import { delimiter, join } from 'node:path'
 
@@ -119,4 +119,44 @@ export function gitRevision(): string {
   } catch {
     return 'unknown'
   }
+}
+
+/**
+ * A local Postgres shares the machine with the service and the load generator. Left alone, the
+ * scheduler wakes a backend on the service's core after every statement the service sends, and
+ * the service stalls behind it (the profiles show that time inside socket writes). With 2 cores
+ * the least bad place for it is the load generator's core. Pins every local Postgres process
+ * (new backends inherit the postmaster's affinity) and returns how to undo it; null when
+ * pinning is off, the database is not on this machine, or the processes may not be pinned.
+ */
+export function pinLocalPostgres(pin: Pinning, databaseUrl: string): { why: string; restore: () => void } | null {
+  const taskset = which('taskset')
+  if (!pin.enabled || !taskset) return null
+  let host: string
+  try { host = new URL(databaseUrl).hostname } catch { return null }
+  if (!['127.0.0.1', 'localhost', '::1', '[::1]', ''].includes(host)) return null
+  const pids = postgresPids()
+  if (pids.length === 0) return null
+  const before = new Map<string, string>()
+  for (const p of pids) {
+    const m = /: (\S+)\s*$/.exec(spawnSync(taskset, ['-pc', p], { encoding: 'utf8' }).stdout ?? '')
+    if (m) before.set(p, m[1]!)
+  }
+  const failed = pids.filter(p => spawnSync(taskset, ['-pc', String(pin.loadCore), p], { encoding: 'utf8' }).status !== 0)
+  let restored = false
+  const restore = () => {
+    if (restored) return
+    restored = true
+    const dflt = [...before.values()][0] ?? `0-${availableParallelism() - 1}`
+    for (const p of postgresPids()) spawnSync(taskset, ['-pc', before.get(p) ?? dflt, p])
+  }
+  process.once('exit', restore) // also when the run is interrupted
+  if (failed.length === pids.length) return null
+  return { why: `local Postgres (${pids.length - failed.length} processes) pinned to core ${pin.loadCore} with the load generator, restored at the end`, restore }
+}
+
+function postgresPids(): string[] {
+  return readdirSync('/proc').filter(p => /^\d+$/.test(p)).filter(p => {
+    try { return /^(postgres|postmaster)$/.test(readFileSync(`/proc/${p}/comm`, 'utf8').trim()) } catch { return false }
+  })
 }
