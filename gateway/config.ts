@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'n
 import { join, resolve } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { validateSignatureConfig } from './cpaas/signature.js'
 
 const Bool = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')])
 const Int = Type.String({ pattern: '^[0-9]+$' })
@@ -83,8 +84,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = resolve(e.DATA_DIR ?? './data')
   const provider = e.CPAAS_PROVIDER ?? (e.TELNYX_API_KEY ? 'telnyx' : 'sandbox')
   const signature = e.CPAAS_SIGNATURE ?? (provider === 'telnyx' ? 'telnyx-ed25519' : 'none')
-  if (signature === 'none' && provider !== 'sandbox') {
-    throw new ConfigError('invalid configuration: CPAAS_SIGNATURE=none is only allowed with CPAAS_PROVIDER=sandbox')
+  // One rule, one place: the refusal of unsigned callbacks lives with the verifiers.
+  try {
+    validateSignatureConfig(provider, signature)
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
   }
   if (provider === 'telnyx' && !e.TELNYX_API_KEY) throw new ConfigError('invalid configuration: TELNYX_API_KEY is required with CPAAS_PROVIDER=telnyx')
   if (signature === 'telnyx-ed25519' && !e.TELNYX_PUBLIC_KEY) throw new ConfigError('invalid configuration: TELNYX_PUBLIC_KEY is required with CPAAS_SIGNATURE=telnyx-ed25519')

@@ -73,7 +73,8 @@ export function ed25519PublicKeyFromBase64(b64: string): KeyObject {
   return createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' })
 }
 
-/** The config layer calls this at boot: `none` is refused unless the provider is the sandbox. */
+/** loadConfig calls this at boot (DECISIONS 1): `none` is refused unless the provider is the sandbox.
+ * The message names the variables and their (non-secret) values only. */
 export function validateSignatureConfig(provider: CpaasProviderKind, mode: SignatureMode): void {
   if (mode === 'none' && provider !== 'sandbox') {
     throw new Error(
