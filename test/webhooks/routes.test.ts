@@ -2,7 +2,7 @@
 // read, test event (really delivered), delivery log.
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
-import { sql } from 'slonik'
+import { sql, type DatabasePool } from 'slonik'
 import { testDatabase } from '../support/db.js'
 import { startWebhookReceiver } from '../support/webhook-receiver.js'
 import { uuidv7 } from '../../api/ids.js'
@@ -59,6 +59,27 @@ async function start(t: Test) {
   }
   return { db, services, dispatcher, jwtSecret, tenant, request, logs }
 }
+
+/**
+ * `n` delivery rows of one tenant, ten to a millisecond from `at`; the milliseconds are dealt out
+ * of insertion order (i * 37 mod n), so neither insertion order nor id order is time order.
+ * Returns their ids newest first: requested_at DESC, then id DESC within a millisecond (uuid
+ * order is the order of the lowercase hex text).
+ */
+async function insertDeliveries(pool: DatabasePool, tenantId: string, n: number, at: number): Promise<string[]> {
+  const rows: Array<{ id: string; ms: number }> = []
+  for (let i = 0; i < n; i++) {
+    const id = uuidv7()
+    const ms = at + Math.floor(((i * 37) % n) / 10)
+    rows.push({ id, ms })
+    await insertDelivery(pool, { id, tenantId, eventId: uuidv7(), event: 'call.ended', url: 'https://a.example/', statusCode: 200, success: true, attemptCount: 1, error: null, requestedAt: ms, completedAt: ms + 5 })
+  }
+  return rows.sort((x, y) => y.ms - x.ms || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0)).map(r => r.id)
+}
+
+/** Every requestedAt no later than the one before it. */
+const isNewestFirst = (data: Array<{ requestedAt: string }>) =>
+  data.every((d, i) => i === 0 || Date.parse(d.requestedAt) <= Date.parse(data[i - 1]!.requestedAt))
 
 const problem = (slug: string, status: number, extra: Record<string, unknown> = {}) =>
   ({ type: `${BASE}/errors/${slug}`, status, title: String, detail: String, instance: /^urn:maskline:err:/, ...extra })
@@ -172,37 +193,60 @@ t.test('delivery log: envelope, newest first, limit bounds, cursor', async t => 
   const { id, token } = await api.tenant()
   const other = await api.tenant()
   const at = Date.parse('2026-02-01T00:00:00.000Z')
-  const ids: string[] = []
-  for (let i = 0; i < 120; i++) {
-    const rid = uuidv7()
-    ids.push(rid)
-    // groups of ten share a millisecond
-    await insertDelivery(api.db.pool, { id: rid, tenantId: id, eventId: uuidv7(), event: 'call.ended', url: 'https://a.example/', statusCode: 200, success: true, attemptCount: 1, error: null, requestedAt: at + Math.floor(i / 10), completedAt: at + Math.floor(i / 10) + 5 })
-  }
+  // groups of ten share a millisecond; newest first is the order the log must answer in
+  const newestFirst = await insertDeliveries(api.db.pool, id, 120, at)
   const first = await api.request('GET', '/v1/webhooks/logs', { token })
   t.equal(first.status, 200)
   t.equal(first.body.data.length, 50, 'default limit 50')
   t.equal(first.body.pagination.count, 50)
   t.type(first.body.pagination.after, 'string')
   t.same(Object.keys(first.body.data[0]).sort(), ['attemptCount', 'completedAt', 'error', 'event', 'id', 'requestedAt', 'statusCode', 'success', 'url'])
+  t.same(first.body.data.map((d: { id: string }) => d.id), newestFirst.slice(0, 50), 'the first page is the 50 newest, newest first')
+  t.ok(isNewestFirst(first.body.data), 'requestedAt never increases down the page')
+  t.equal(first.body.data[0].requestedAt, '2026-02-01T00:00:00.011Z', 'it starts at the newest millisecond')
 
   const seen: string[] = []
+  const walked: Array<{ requestedAt: string }> = []
   let after: string | null = null
   do {
     const q: string = after ? `?limit=7&after=${encodeURIComponent(after)}` : '?limit=7'
     const page = await api.request('GET', `/v1/webhooks/logs${q}`, { token })
     t.equal(page.status, 200)
     seen.push(...page.body.data.map((d: { id: string }) => d.id))
+    walked.push(...page.body.data)
     after = page.body.pagination.after
   } while (after)
   t.equal(seen.length, 120)
-  t.same([...seen].sort(), [...ids].sort(), 'every row exactly once')
+  t.same([...seen].sort(), [...newestFirst].sort(), 'every row exactly once')
+  t.same(seen, newestFirst, 'the pages walk newest first: requestedAt DESC, then id DESC within a millisecond')
+  t.ok(isNewestFirst(walked), 'requestedAt never increases across the pages')
 
-  t.equal((await api.request('GET', '/v1/webhooks/logs?limit=200', { token })).body.data.length, 120)
+  const all = await api.request('GET', '/v1/webhooks/logs?limit=200', { token })
+  t.same(all.body.data.map((d: { id: string }) => d.id), newestFirst, 'one page of 200: the same order')
   for (const q of ['?limit=0', '?limit=201', '?limit=x', '?after=yesterday']) {
     t.match(await api.request('GET', `/v1/webhooks/logs${q}`, { token }), { status: 400, body: problem('validation', 400) }, q)
   }
   const iso = await api.request('GET', `/v1/webhooks/logs?after=${encodeURIComponent('2026-02-01T00:00:00.005Z')}&limit=200`, { token })
   t.equal(iso.body.data.length, 50, 'a bare ISO timestamp: rows strictly older')
   t.same((await api.request('GET', '/v1/webhooks/logs', { token: other.token })).body, { data: [], pagination: { count: 0, after: null } })
+})
+
+t.test('GET /v1/webhooks: recentDeliveries are the 50 newest when more rows exist', async t => {
+  const api = await start(t)
+  const { id, token } = await api.tenant()
+  const other = await api.tenant()
+  const at = Date.parse('2026-03-01T00:00:00.000Z')
+  const newestFirst = await insertDeliveries(api.db.pool, id, 75, at)
+  // another tenant's rows, all newer: they must not take any of the 50 places
+  await insertDeliveries(api.db.pool, other.id, 20, at + 1_000)
+  const got = await api.request('GET', '/v1/webhooks', { token })
+  t.equal(got.status, 200)
+  const recent = got.body.recentDeliveries as Array<{ id: string; requestedAt: string }>
+  t.equal(recent.length, 50, '75 rows exist: capped at 50')
+  t.same(recent.map(d => d.id), newestFirst.slice(0, 50), 'the 50 newest of this tenant, newest first')
+  t.ok(isNewestFirst(recent), 'requestedAt never increases down the list')
+  t.match(recent[0], { event: 'call.ended', url: 'https://a.example/', statusCode: 200, success: true, attemptCount: 1, error: null, requestedAt: '2026-03-01T00:00:00.007Z', completedAt: '2026-03-01T00:00:00.012Z' })
+  const logs = await api.request('GET', '/v1/webhooks/logs', { token })
+  t.same(recent, logs.body.data, 'the same rows as the first page of the delivery log')
+  t.equal((await api.request('GET', '/v1/webhooks', { token: other.token })).body.recentDeliveries.length, 20, 'the other tenant sees its own 20')
 })
