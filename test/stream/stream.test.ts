@@ -178,3 +178,24 @@ t.test('a stalled reader is dropped at the backpressure limit; the others keep u
   const code = await Promise.race([stalled.closed, new Promise(r => setTimeout(() => r('open'), 3_000))])
   t.not(code, 'open', 'the stalled client sees its connection closed')
 })
+
+// DECISIONS 6: the server pings every 30 s. The interval comes from the stream's uWS config
+// (idleTimeout 46 s with sendPingsAutomatically: a ping after 30 s of silence, the socket closed
+// 16 s later without a pong), a constant registerStream does not take as an option, so this test
+// waits for the real ping (uWS timers tick every 4 s: it comes at about 32 s).
+t.test('an idle client receives a ping frame about 30 s after it connected, and stays open', async t => {
+  const s = await startApp(t)
+  const a = uuidv7()
+  const c = await s.connect(bearer(await tenantToken(a)))
+  const connectedAt = Date.now()
+  while (c.pingsReceived === 0 && Date.now() - connectedAt < 40_000) await new Promise(r => setTimeout(r, 50))
+  const after = (Date.now() - connectedAt) / 1000
+  t.equal(c.pingsReceived, 1, `one ping frame (opcode 0x9) received, after ${after.toFixed(1)} s`)
+  t.ok(after >= 24 && after <= 40, `the ping came at the 30 s interval (24–40 s with uWS's 4 s timer ticks): ${after.toFixed(1)} s`)
+  // The client answered with a pong (ws-client does): the socket is still served.
+  const e = event(a, 'call.ended')
+  s.stream.publishEvent(e)
+  await c.waitForMessages(1)
+  t.same(JSON.parse(c.messages[0]!), e, 'events still arrive after the ping')
+  t.equal(s.stream.connectionCount(), 1)
+})
