@@ -38,7 +38,6 @@ import { createHttpApp } from './http/index.js'
 import { createSessionRunner } from './session-runner.js'
 import { TenantDirectory } from './tenant-directory.js'
 import { createTelephony } from './telephony.js'
-import { createEventWriter } from './event-writer.js'
 import { createSignatureVerifier } from './cpaas/signature.js'
 import { FailoverProvider } from './cpaas/failover.js'
 import { SandboxProvider } from './cpaas/sandbox-provider.js'
@@ -172,11 +171,10 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       { now },
     )
     services.cpaasHealth = () => provider.health()
-    const records = createRecordWriter(db.pool, { onError: onError('records') })
-    const events = createEventWriter({ db: db.pool, announce: envs => fanOut(envs), onError: onError('events') })
-    closers.unshift(() => records.close(), () => events.close())
+    const records = createRecordWriter(db.pool, { onError: onError('records'), announce: envs => fanOut(envs) })
+    closers.unshift(() => records.close())
     services['telephony'] = createTelephony({
-      db: db.pool, engine, tenants, hashParty, records, events, provider, sandbox: cfg.provider === 'sandbox', log, now,
+      db: db.pool, engine, tenants, hashParty, records, provider, sandbox: cfg.provider === 'sandbox', log, now,
       publicBaseUrl: cfg.publicBaseUrl,
       verifier: createSignatureVerifier({
         mode: cfg.signature, publicBaseUrl: cfg.publicBaseUrl, now,

@@ -1,6 +1,7 @@
 // Provider callbacks (spec 4.10, DECISIONS 5). The voice answer is computed from the engine's
-// memory with no I/O on the path; call records, events and usage are written behind it
-// (setImmediate, then group commit). SMS are acknowledged at once and forwarded afterwards.
+// memory with no I/O on the path; call records are written behind it (setImmediate, then group
+// commit), each with its events and usage in the same transaction (sql/record-writer.ts). SMS are
+// acknowledged at once and forwarded afterwards.
 // No phone number or SMS text is ever logged or put into an event.
 import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
@@ -15,10 +16,9 @@ import { applyCallStatus, billableMinutes, parseDurationSeconds } from '../api/c
 import { parseSmsCallback } from '../api/cpaas/sms-payload.js'
 import type { SignatureVerifier } from './cpaas/signature.js'
 import type { SmsProvider } from './cpaas/provider.js'
-import { getCallRecord, type RecordWriter } from '../sql/records.js'
-import { markSmsForwarded, proxyOfSession } from '../sql/telephony.js'
+import { getCallRecord, type Effects, type RecordWriter } from '../sql/records.js'
+import { proxyOfSession } from '../sql/telephony.js'
 import type { UsageInput } from '../sql/billing.js'
-import type { EventWriter } from './event-writer.js'
 import type { TenantDirectory } from './tenant-directory.js'
 
 export interface TelephonyDeps {
@@ -27,7 +27,6 @@ export interface TelephonyDeps {
   tenants: TenantDirectory
   hashParty: (salt: Buffer, e164: string) => string
   records: RecordWriter
-  events: EventWriter
   provider: SmsProvider
   /** The sandbox provider sends nothing and counts a forward as delivered (DECISIONS 1). */
   sandbox: boolean
@@ -74,17 +73,16 @@ export function createTelephony(d: TelephonyDeps) {
     const partyBHash = tenant && partyB ? d.hashParty(tenant.salt, partyB) : ''
     const status: CallStatus = dec.kind === 'connect' ? 'RINGING' : 'FAILED'
     const recording = dec.kind === 'connect' && dec.recording
+    const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, durationSeconds: 0 }
+    // Written with the record only when it is new: a replay (or a failed write, reported by the
+    // writer) emits nothing.
     void d.records.upsertCall({
       id: callId, sessionId: dec.sessionId, tenantId: dec.tenantId, providerCallId: callSid, status,
       direction: dec.direction, initiatedAt: now, partyBHash, recordingConsentPlayed: recording,
       ...(status === 'FAILED' ? { endedAt: now } : {}),
-    }).then(stored => {
-      if (stored !== callId) return // a replay, or the write failed (reported by the writer)
-      const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, durationSeconds: 0 }
-      d.events.write(status === 'RINGING'
-        ? [event('call.incoming', now, { ...base, status })]
-        : [event('call.incoming', now, { ...base, status: 'RINGING' }), event('call.failed', now, { ...base, status })])
-    })
+    }, status === 'RINGING'
+      ? [event('call.incoming', now, { ...base, status })]
+      : [event('call.incoming', now, { ...base, status: 'RINGING' }), event('call.failed', now, { ...base, status })])
   }
 
   async function voice(req: ApiRequest): Promise<ApiReply> {
@@ -149,23 +147,24 @@ export function createTelephony(d: TelephonyDeps) {
     if (!change) return done
     const now = d.now()
     const terminal = change.status === 'COMPLETED' || change.status === 'MISSED' || change.status === 'FAILED'
-    const ok = await d.records.updateCall({ callId }, {
+    const effects: Effects = {}
+    if (change.event) {
+      const proxy = callMeta.get(callId)?.proxy ?? await proxyOfSession(d.db, rec.sessionId) ?? ''
+      effects.events = [event(change.event, now, {
+        sessionId: rec.sessionId, tenantId: rec.tenantId, proxyNumber: proxy, callId, direction: rec.direction,
+        status: change.status, durationSeconds: change.durationSeconds ?? 0,
+      })]
+      if (change.status === 'COMPLETED' && (change.durationSeconds ?? 0) > 0) {
+        effects.usage = [{ tenantId: rec.tenantId, metric: 'call_minute', quantity: billableMinutes(change.durationSeconds ?? 0), at: now, sessionId: rec.sessionId, callRecordId: callId, dedupeKey: `call_minute:${callId}` }]
+      }
+    }
+    // The guard on the status it was read in: when another callback moved it first, this one
+    // changes nothing and emits nothing.
+    await d.records.updateCall({ callId }, {
       status: change.status,
       ...(change.status === 'ANSWERED' ? { answeredAt: now } : {}),
       ...(terminal ? { endedAt: now, durationSeconds: change.durationSeconds ?? 0 } : {}),
-    }, [rec.status])
-    if (!ok) return done // another callback moved it first
-    if (change.event) {
-      const proxy = callMeta.get(callId)?.proxy ?? await proxyOfSession(d.db, rec.sessionId) ?? ''
-      const env = event(change.event, now, {
-        sessionId: rec.sessionId, tenantId: rec.tenantId, proxyNumber: proxy, callId, direction: rec.direction,
-        status: change.status, durationSeconds: change.durationSeconds ?? 0,
-      })
-      const usage: UsageInput[] = change.status === 'COMPLETED' && (change.durationSeconds ?? 0) > 0
-        ? [{ tenantId: rec.tenantId, metric: 'call_minute', quantity: billableMinutes(change.durationSeconds ?? 0), at: now, sessionId: rec.sessionId, callRecordId: callId, dedupeKey: `call_minute:${callId}` }]
-        : []
-      d.events.write([env], usage)
-    }
+    }, [rec.status], effects)
     return done
   }
 
@@ -182,34 +181,38 @@ export function createTelephony(d: TelephonyDeps) {
     const rec = await getCallRecord(d.db, { callId })
     if (!rec) return { status: 200 }
     const seconds = parseDurationSeconds(f['RecordingDuration']) ?? 0
-    if (f['RecordingUrl']) await d.records.updateCall({ callId }, { recordingUrl: f['RecordingUrl'], recordingDurationSeconds: seconds })
-    if ((f['RecordingStatus'] ?? 'completed') === 'completed' && seconds > 0) {
-      d.events.write([], [{ tenantId: rec.tenantId, metric: 'recording_minute', quantity: billableMinutes(seconds), at: d.now(), sessionId: rec.sessionId, callRecordId: callId, dedupeKey: `recording_minute:${f['RecordingSid']}` }])
-    }
+    const usage: UsageInput[] = (f['RecordingStatus'] ?? 'completed') === 'completed' && seconds > 0
+      ? [{ tenantId: rec.tenantId, metric: 'recording_minute', quantity: billableMinutes(seconds), at: d.now(), sessionId: rec.sessionId, callRecordId: callId, dedupeKey: `recording_minute:${f['RecordingSid']}` }]
+      : []
+    await d.records.updateCall({ callId }, {
+      recordingDurationSeconds: seconds, ...(f['RecordingUrl'] ? { recordingUrl: f['RecordingUrl'] } : {}),
+    }, undefined, { usage })
     return { status: 200 }
   }
 
   async function forwardSms(dec: Extract<RouteDecision, { kind: 'connect' }>, proxy: string, messageId: string, text: string, now: number) {
     const id = uuidv7(now)
+    const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, smsId: id, direction: dec.direction }
     const stored = await d.records.upsertSms({
       id, sessionId: dec.sessionId, tenantId: dec.tenantId, providerMessageId: messageId,
       direction: dec.direction, status: 'QUEUED', sentAt: now,
+    }, {
+      events: [event('sms.received', now, { ...base, status: 'QUEUED' })],
+      usage: [{ tenantId: dec.tenantId, metric: 'sms_received', quantity: 1, at: now, sessionId: dec.sessionId, dedupeKey: `sms_received:${id}` }],
     })
     if (stored !== id) return // replayed message id (or write failure): never forward twice
-    const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, smsId: id, direction: dec.direction }
-    d.events.write([event('sms.received', now, { ...base, status: 'QUEUED' })],
-      [{ tenantId: dec.tenantId, metric: 'sms_received', quantity: 1, at: now, sessionId: dec.sessionId, dedupeKey: `sms_received:${id}` }])
     try {
       const sent = await d.provider.sendSms({ from: proxy, to: dec.to, text, webhookUrl: d.publicBaseUrl + SMS_PATH })
       const at = d.now()
       const status = d.sandbox ? 'DELIVERED' : 'SENT'
-      await markSmsForwarded(d.db, id, sent.providerMessageId, status, at)
-      d.events.write([event('sms.sent', at, { ...base, status })],
-        [{ tenantId: dec.tenantId, metric: 'sms_sent', quantity: 1, at, sessionId: dec.sessionId, dedupeKey: `sms_sent:${id}` }])
+      await d.records.markSmsForwarded(id, sent.providerMessageId, status, at, {
+        events: [event('sms.sent', at, { ...base, status })],
+        usage: [{ tenantId: dec.tenantId, metric: 'sms_sent', quantity: 1, at, sessionId: dec.sessionId, dedupeKey: `sms_sent:${id}` }],
+      })
     } catch (err) {
       const code = (err as { code?: string }).code ?? 'provider-error'
       d.log.warn({ code, smsId: id }, 'sms forward failed')
-      await markSmsForwarded(d.db, id, null, 'FAILED', d.now()).catch(() => {})
+      await d.records.markSmsForwarded(id, null, 'FAILED', d.now())
     }
   }
 

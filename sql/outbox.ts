@@ -2,7 +2,7 @@
 // causes them, so an event exists exactly when its change committed. Delivery is the webhook
 // dispatcher's job (sql/webhooks.ts). Envelope ids are the primary key: writing one twice is a
 // no-op.
-import { sql, type CommonQueryMethods, type SerializableValue } from 'slonik'
+import { sql, type CommonQueryMethods, type FragmentSqlToken, type SerializableValue } from 'slonik'
 import type { EventEnvelope } from '../api/event-envelope.js'
 
 const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
@@ -15,6 +15,11 @@ export async function insertOutbox(tx: CommonQueryMethods, envelopes: readonly E
 
 /** The INSERT of insertOutbox, to ride as a CTE in the statement of the change (one round trip). */
 export function outboxInsert(envelopes: readonly EventEnvelope[], sessionId?: string) {
+  return outboxInsertFrom(sql.fragment`SELECT x FROM jsonb_array_elements(${sql.jsonb(envelopes as unknown as SerializableValue)}) AS x`, sessionId)
+}
+
+/** The same INSERT over any query yielding envelopes as a jsonb column `x` (e.g. filtered by a CTE). */
+export function outboxInsertFrom(envelopes: FragmentSqlToken, sessionId?: string) {
   return sql.fragment`
     INSERT INTO outbox (id, tenant_id, session_id, type, envelope, created_at, next_attempt_at, done_at, outcome)
     SELECT e.id, e.tenant_id,
@@ -25,7 +30,7 @@ export function outboxInsert(envelopes: readonly EventEnvelope[], sessionId?: st
            CASE WHEN w.wanted THEN NULL ELSE 'skipped' END
     FROM (SELECT (x->>'id')::uuid AS id, (x->'data'->>'tenantId')::uuid AS tenant_id, x->>'type' AS type, x AS env,
                  (x->>'createdAt')::timestamptz AS created_at, (x->'data'->>'test') = 'true' AS test
-          FROM jsonb_array_elements(${sql.jsonb(envelopes as unknown as SerializableValue)}) AS x) e
+          FROM (${envelopes}) AS src) e
     -- The dispatcher would skip an event no webhook of the tenant wants (gateway/webhooks/
     -- dispatcher.ts): decided here instead, so such an event costs one index lookup rather than a
     -- claim, a config read and an update (most of Postgres's work per callback in the bench).

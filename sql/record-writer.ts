@@ -5,13 +5,21 @@
 // idempotent upserts keyed by the provider's ids (a replayed callback changes nothing twice);
 // updates carry a status guard so a status never moves backwards.
 //
+// What an operation causes (its outbox events and usage, DECISIONS 6) is written in the same
+// transaction, and only when the operation took effect (a new row, a guarded update that matched):
+// a record change and its event commit together or not at all, and a replay emits nothing. The
+// events are announced (stream, bus, dispatcher) after the commit.
+//
 // The returned promises never reject (callers may fire and forget without an unhandled
 // rejection): a failed flush is retried once operation by operation, and what still fails is
 // reported to `onError` by code and resolves as null/false.
 import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type SerializableValue } from 'slonik'
+import type { EventEnvelope } from '../api/event-envelope.js'
 import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
+import { finishUsage, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
 import { isUuid } from './cursor.js'
 import { errorCode, guard, toStoreError } from './errors.js'
+import { insertOutbox, outboxInsert, outboxInsertFrom } from './outbox.js'
 import { iso, isoOrNull, transact, tsOrNull } from './transaction.js'
 
 export interface CallInsert {
@@ -56,14 +64,23 @@ export interface SmsInsert {
   deliveredAt?: number | null
 }
 
+/** What an operation causes when it takes effect, written in its transaction. */
+export interface Effects {
+  events?: EventEnvelope[]
+  usage?: UsageInput[]
+}
+
 export interface RecordWriter {
-  /** Resolves with the id stored for this provider call id (an earlier one on replay), null on failure. */
-  upsertCall(row: CallInsert): Promise<string | null>
+  /**
+   * Resolves with the id stored for this provider call id (an earlier one on replay), null on
+   * failure. `events` are written with a new row only.
+   */
+  upsertCall(row: CallInsert, events?: EventEnvelope[]): Promise<string | null>
   /** Resolves true when a row matched (and, with `fromStatuses`, was in one of those statuses). */
-  updateCall(key: CallKey, patch: CallPatch, fromStatuses?: readonly CallStatus[]): Promise<boolean>
-  /** callCount + 1 and lastCallAt (spec 2.2) on the session. */
-  incrementCallCount(sessionId: string, at: number): Promise<boolean>
-  upsertSms(row: SmsInsert): Promise<string | null>
+  updateCall(key: CallKey, patch: CallPatch, fromStatuses?: readonly CallStatus[], effects?: Effects): Promise<boolean>
+  upsertSms(row: SmsInsert, effects?: Effects): Promise<string | null>
+  /** The outcome of forwarding the QUEUED message `id`; true when it was still QUEUED. */
+  markSmsForwarded(id: string, forwardMessageId: string | null, status: SmsStatus, at: number, effects?: Effects): Promise<boolean>
   /** QUEUED < SENT < DELIVERED | FAILED: a status only moves forward. */
   updateSmsStatusByForwardId(forwardMessageId: string, status: SmsStatus, deliveredAt?: number | null): Promise<boolean>
   /** Applies everything queued so far. */
@@ -72,23 +89,42 @@ export interface RecordWriter {
   close(): Promise<void>
 }
 
-type Op =
+type Op = (
   | { kind: 'call'; row: CallInsert; done: (id: string | null) => void }
   | { kind: 'call-update'; key: CallKey; patch: CallPatch; from: readonly CallStatus[] | undefined; done: (ok: boolean) => void }
-  | { kind: 'call-count'; sessionId: string; at: number; done: (ok: boolean) => void }
   | { kind: 'sms'; row: SmsInsert; done: (id: string | null) => void }
+  | { kind: 'sms-forward'; id: string; forwardId: string | null; status: SmsStatus; at: number; done: (ok: boolean) => void }
   | { kind: 'sms-status'; forwardId: string; status: SmsStatus; deliveredAt: number | null; done: (ok: boolean) => void }
+) & { effects?: Effects | undefined }
 
 type Result = string | boolean | null
+
+interface Applied {
+  results: Map<Op, Result>
+  /** The events written, in the order of their operations. */
+  events: EventEnvelope[]
+}
 
 const SMS_RANK: Readonly<Record<SmsStatus, number>> = { QUEUED: 0, SENT: 1, DELIVERED: 2, FAILED: 2 }
 
 const failedResult = (op: Op): Result => (op.kind === 'call' || op.kind === 'sms' ? null : false)
 
-export function createRecordWriter(pool: DatabasePool, opts: { flushMs?: number; maxBatch?: number; onError?: (code: string) => void } = {}): RecordWriter {
+/** Took effect: a new row (its own id came back), or an update that matched. */
+function tookEffect(op: Op, r: Result | undefined): boolean {
+  return op.kind === 'call' || op.kind === 'sms' ? r === op.row.id : r === true
+}
+
+export function createRecordWriter(pool: DatabasePool, opts: {
+  flushMs?: number
+  maxBatch?: number
+  onError?: (code: string) => void
+  /** After commit: the events just written (stream, other nodes, webhook dispatcher). */
+  announce?: (events: EventEnvelope[]) => void
+} = {}): RecordWriter {
   const flushMs = opts.flushMs ?? 10
   const maxBatch = opts.maxBatch ?? 200
   const onError = opts.onError ?? (() => {})
+  const announce = opts.announce ?? (() => {})
   let pending: Op[] = []
   let timer: NodeJS.Timeout | null = null
   let running: Promise<void> = Promise.resolve()
@@ -117,13 +153,18 @@ export function createRecordWriter(pool: DatabasePool, opts: { flushMs?: number;
 
   async function apply(ops: Op[]): Promise<void> {
     const results = new Map<Op, Result>()
-    // The usual batch (new calls only) is one statement: atomic without BEGIN/COMMIT, which would
-    // be two more round trips on every flush.
-    const run = (unit: Op[]) => unit.every(op => op.kind === 'call')
-      ? guard(() => applyOps(pool, unit))
-      : transact(pool, tx => applyOps(tx, unit))
+    const events: EventEnvelope[] = []
+    // The usual batch (new calls and their events only) is one statement: atomic without
+    // BEGIN/COMMIT, which would be two more round trips on every flush.
+    const run = async (unit: Op[]) => {
+      const out = unit.every(op => op.kind === 'call')
+        ? await guard(() => applyOps(pool, unit))
+        : await transact(pool, tx => applyOps(tx, unit))
+      for (const [op, r] of out.results) results.set(op, r)
+      for (const e of out.events) events.push(e)
+    }
     try {
-      for (const [op, r] of await run(ops)) results.set(op, r)
+      await run(ops)
     } catch (err) {
       const e = toStoreError(err)
       onError(e.code)
@@ -132,20 +173,23 @@ export function createRecordWriter(pool: DatabasePool, opts: { flushMs?: number;
       const units = e.slug === 'unavailable' || e.slug === 'retryable' ? [ops] : ops.map(op => [op])
       for (const unit of units) {
         try {
-          for (const [op, r] of await run(unit)) results.set(op, r)
+          await run(unit)
         } catch (again) {
           onError(errorCode(again))
         }
       }
     }
+    if (events.length > 0) announce(events)
     for (const op of ops) (op.done as (v: Result) => void)(results.has(op) ? results.get(op)! : failedResult(op))
   }
 
   return {
-    upsertCall: row => enqueue<string | null>(done => ({ kind: 'call', row, done }), null),
-    updateCall: (key, patch, fromStatuses) => enqueue<boolean>(done => ({ kind: 'call-update', key, patch, from: fromStatuses, done }), false),
-    incrementCallCount: (sessionId, at) => enqueue<boolean>(done => ({ kind: 'call-count', sessionId, at, done }), false),
-    upsertSms: row => enqueue<string | null>(done => ({ kind: 'sms', row, done }), null),
+    upsertCall: (row, events) => enqueue<string | null>(done => ({ kind: 'call', row, done, effects: events && { events } }), null),
+    updateCall: (key, patch, fromStatuses, effects) =>
+      enqueue<boolean>(done => ({ kind: 'call-update', key, patch, from: fromStatuses, done, effects }), false),
+    upsertSms: (row, effects) => enqueue<string | null>(done => ({ kind: 'sms', row, done, effects }), null),
+    markSmsForwarded: (id, forwardId, status, at, effects) =>
+      enqueue<boolean>(done => ({ kind: 'sms-forward', id, forwardId, status, at, done, effects }), false),
     updateSmsStatusByForwardId: (forwardId, status, deliveredAt = null) =>
       enqueue<boolean>(done => ({ kind: 'sms-status', forwardId, status, deliveredAt, done }), false),
     flush,
@@ -161,8 +205,12 @@ export function createRecordWriter(pool: DatabasePool, opts: { flushMs?: number;
 
 const json = (v: unknown) => sql.jsonb(v as SerializableValue)
 
-/** Applies a batch in order of kind: inserts first, so updates queued after them find the rows. */
-async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Map<Op, Result>> {
+/**
+ * Applies a batch in order of kind (inserts first, so updates queued after them find the rows),
+ * then writes the effects of the operations that took effect. A batch of new calls only is one
+ * statement, its events riding in it; any other batch runs inside a transaction.
+ */
+async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Applied> {
   const results = new Map<Op, Result>()
   const of = <K extends Op['kind']>(kind: K) => ops.filter((o): o is Extract<Op, { kind: K }> => o.kind === kind)
 
@@ -174,6 +222,9 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Map
       answered_at: isoOrNull(r.answeredAt ?? null), ended_at: isoOrNull(r.endedAt ?? null),
       recording_consent_played: r.recordingConsentPlayed ?? false, party_b_hash: r.partyBHash,
     }))
+    // The events of each call, keyed by its id: only those of rows this statement inserted are
+    // written (a replayed CallSid inserts nothing, so it emits nothing).
+    const events = calls.flatMap(c => (c.effects?.events ?? []).map(env => ({ call_id: c.row.id, env })))
     // spec 2.2 callCount/lastCallAt move in the same statement as the call records they count,
     // so a crash can never leave one without the other; a replayed call (no new row) counts nothing.
     const ids = await storedIds(tx, 'call_records', 'provider_call_id', calls.map(c => c.row.providerCallId), sql.fragment`
@@ -189,6 +240,9 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Map
         UPDATE sessions s SET call_count = s.call_count + c.n, last_call_at = GREATEST(s.last_call_at, c.at)
         FROM (SELECT session_id, count(*)::int AS n, max(initiated_at) AS at FROM ins GROUP BY session_id) c
         WHERE s.id = c.session_id)
+      ${events.length > 0 ? sql.fragment`, outbox_ins AS (${outboxInsertFrom(sql.fragment`
+        SELECT e.env AS x FROM jsonb_to_recordset(${json(events)}) AS e(call_id uuid, env jsonb)
+        WHERE e.call_id IN (SELECT id FROM ins)`)})` : sql.fragment``}
       SELECT provider_call_id AS key, id FROM ins`)
     for (const c of calls) results.set(c, ids.get(c.row.providerCallId) ?? null)
   }
@@ -212,7 +266,14 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Map
 
   for (const op of ops) {
     if (op.kind === 'call-update') results.set(op, await updateCallRow(tx, op.key, op.patch, op.from))
-    else if (op.kind === 'sms-status') {
+    else if (op.kind === 'sms-forward') {
+      const hit = await tx.maybeOneFirst(sql.unsafe`
+        UPDATE sms_records SET forward_message_id = COALESCE(${op.forwardId}, forward_message_id), status = ${op.status},
+          delivered_at = CASE WHEN ${op.status} = 'DELIVERED' THEN ${iso(op.at)}::timestamptz ELSE delivered_at END
+        WHERE id = ${op.id} AND status = 'QUEUED'
+        RETURNING 1`)
+      results.set(op, hit !== null)
+    } else if (op.kind === 'sms-status') {
       const hit = await tx.maybeOneFirst(sql.unsafe`
         UPDATE sms_records SET status = ${op.status}, delivered_at = COALESCE(${tsOrNull(op.deliveredAt)}, delivered_at)
         WHERE forward_message_id = ${op.forwardId}
@@ -222,24 +283,32 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Map
     }
   }
 
-  const counts = of('call-count')
-  if (counts.length > 0) {
-    const agg = new Map<string, { session_id: string; n: number; at: string }>()
-    for (const c of counts) {
-      const a = agg.get(c.sessionId)
-      if (a) {
-        a.n++
-        if (iso(c.at) > a.at) a.at = iso(c.at)
-      } else agg.set(c.sessionId, { session_id: c.sessionId, n: 1, at: iso(c.at) })
-    }
-    const hit = new Set(await tx.anyFirst(sql.unsafe`
-      UPDATE sessions s SET call_count = s.call_count + c.n, last_call_at = GREATEST(s.last_call_at, c.at)
-      FROM jsonb_to_recordset(${json([...agg.values()])}) AS c(session_id uuid, n int, at timestamptz)
-      WHERE s.id = c.session_id
-      RETURNING s.id`) as readonly string[])
-    for (const c of counts) results.set(c, hit.has(c.sessionId))
+  const events: EventEnvelope[] = []
+  const written: EventEnvelope[] = []
+  const usage: UsageInput[] = []
+  for (const op of ops) {
+    if (!op.effects || !tookEffect(op, results.get(op))) continue
+    for (const e of op.effects.events ?? []) events.push(e)
+    if (op.kind === 'call') continue // its events rode in the insert statement
+    for (const e of op.effects.events ?? []) written.push(e)
+    for (const u of op.effects.usage ?? []) usage.push(u)
   }
-  return results
+  await writeEventsAndUsage(tx, written, usage)
+  return { results, events }
+}
+
+/**
+ * Events and their usage in one statement; only the first usage of a tenant in a month (its
+ * period does not exist yet) takes more statements to open the period and add those rows.
+ */
+async function writeEventsAndUsage(tx: CommonQueryMethods, envelopes: readonly EventEnvelope[], usage: readonly UsageInput[]): Promise<void> {
+  if (usage.length === 0) return insertOutbox(tx, envelopes)
+  const rows = usageRows(usage)
+  const out = (await tx.one(sql.unsafe`
+    WITH ${envelopes.length > 0 ? sql.fragment`outbox_ins AS (${outboxInsert(envelopes)}),` : sql.fragment``}
+    ${usageCtes(rows)}
+    SELECT ${usageOutcome}`)) as unknown as UsageOutcome
+  await finishUsage(tx, usage, rows, out)
 }
 
 /** Runs an upsert returning (key, id) for new rows, then reads the ids of the keys that existed. */

@@ -24,9 +24,11 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     await addNumbers(db.pool, 100)
   })
 
-  t.test('migrations: both applied, one current price per tier and metric', async t => {
+  t.test('migrations: all applied, one current price per tier and metric', async t => {
     const versions = await db.pool.anyFirst(sql.unsafe`SELECT version FROM schema_migrations ORDER BY version`)
-    t.same(versions, ['001', '002'])
+    t.same(versions, ['001', '002', '003'])
+    // 003: room on every page, so the call_count bump of each routed call is a HOT update.
+    t.same(await db.pool.oneFirst(sql.unsafe`SELECT reloptions FROM pg_class WHERE relname = 'sessions'`), ['fillfactor=85'])
     t.equal(await count(db.pool, 'pricing', sql.fragment`effective_until IS NULL`), 18)
     const pricing = await listPricing(db.pool)
     t.match(pricing.find(p => p.tier === 'STARTER' && p.metric === 'call_minute'), { unitPrice: 0.015, currency: 'USD', effectiveUntil: null })
@@ -314,8 +316,10 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     // callCount/lastCallAt move in the transaction of each NEW call record (26 here; the replayed
     // CallSid counted nothing), so a crash never separates a call from its count.
     t.match(await getSession(db.pool, tenant.id, rec.id), { callCount: 26, lastCallAt: new Date(T0 + 30_000).toISOString() })
-    t.same(await Promise.all([w.incrementCallCount(rec.id, T0 + 5000), w.incrementCallCount(rec.id, T0 + 9000), w.incrementCallCount(rec.id, T0 + 7000)]), [true, true, true])
-    t.match(await getSession(db.pool, tenant.id, rec.id), { callCount: 29, lastCallAt: new Date(T0 + 30_000).toISOString() }, 'lastCallAt never moves back')
+    // A call routed earlier but written later (another node's batch) counts, and moves nothing back.
+    const early = { ...call(32), initiatedAt: T0 + 4500 }
+    t.equal(await w.upsertCall(early), early.id)
+    t.match(await getSession(db.pool, tenant.id, rec.id), { callCount: 27, lastCallAt: new Date(T0 + 30_000).toISOString() }, 'lastCallAt never moves back')
 
     // A bad row (unknown session) fails alone: the retry applies the rest one by one.
     const orphan = { ...call(40), sessionId: uuidv7() }
@@ -334,7 +338,7 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
       if (!page.after) break
       after = page.after
     }
-    t.equal(walked.length, 27)
+    t.equal(walked.length, 28)
     t.same(walked, [...walked].sort(), 'by id')
     t.equal(await listSessionCalls(db.pool, { sessionId: rec.id, limit: 10, after: 'x' }), 'bad-cursor')
     const one = await listSessionCalls(db.pool, { sessionId: rec.id, limit: 1 })
@@ -389,6 +393,63 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     t.equal(await pending, queued.id)
     t.equal(await w.upsertCall(call(51)), null)
     t.ok(errors.includes('writer-closed'))
+  })
+
+  t.test('RecordWriter: events and usage commit with the record change that causes them, or not at all', async t => {
+    const tenant = await addTenant(db.pool)
+    const rec = record(tenant, { proxy: proxy(62), agent: party(62), customer: party(63) })
+    t.equal(await createSession(db.pool, createArgs(tenant, rec)), 'ok')
+    const announced: string[] = []
+    const w = createRecordWriter(db.pool, { announce: envs => announced.push(...envs.map(e => e.id)) })
+    t.teardown(() => w.close())
+    const outbox = (id: string) => count(db.pool, 'outbox', sql.fragment`id = ${id}`)
+    const usage = (key: string) => count(db.pool, 'billing_events', sql.fragment`dedupe_key = ${key}`)
+    const callRow = (i: number): CallInsert => ({
+      id: uuidv7(T0 + i), sessionId: rec.id, tenantId: tenant.id, providerCallId: `CA-fx-${rec.id}-${i}`, status: 'RINGING',
+      direction: 'A_TO_B', initiatedAt: T0 + i, partyBHash: 'h',
+    })
+
+    // A new call: its event rides in the insert. The replay of its CallSid writes no second event.
+    const first = callRow(1)
+    const incoming = envelope(rec, 'call.incoming', T0 + 1)
+    t.equal(await w.upsertCall(first, [incoming]), first.id)
+    const replayEvent = envelope(rec, 'call.incoming', T0 + 2)
+    t.equal(await w.upsertCall({ ...first, id: uuidv7() }, [replayEvent]), first.id)
+    t.equal(await outbox(incoming.id), 1)
+    t.equal(await outbox(replayEvent.id), 0, 'a replayed CallSid emits nothing')
+
+    // A guarded update: event and usage only when it matched.
+    const ended = envelope(rec, 'call.ended', T0 + 60_000)
+    const minutes = { tenantId: tenant.id, metric: 'call_minute' as const, quantity: 1, at: T0 + 60_000, sessionId: rec.id, dedupeKey: `call_minute:${first.id}` }
+    t.equal(await w.updateCall({ callId: first.id }, { status: 'COMPLETED', durationSeconds: 42 }, ['RINGING', 'ANSWERED'], { events: [ended], usage: [minutes] }), true)
+    const again = envelope(rec, 'call.ended', T0 + 61_000)
+    t.equal(await w.updateCall({ callId: first.id }, { status: 'COMPLETED', durationSeconds: 42 }, ['RINGING', 'ANSWERED'], { events: [again], usage: [{ ...minutes, dedupeKey: 'call_minute:other' }] }), false)
+    t.equal(await outbox(ended.id), 1)
+    t.equal(await usage(`call_minute:${first.id}`), 1)
+    t.equal(await outbox(again.id), 0, 'an update that did not match emits nothing')
+    t.equal(await usage('call_minute:other'), 0, 'and bills nothing')
+
+    // A refused change (unknown session) takes its event and its usage down with it.
+    const orphan = { ...callRow(3), sessionId: uuidv7() }
+    const lost = envelope(rec, 'call.incoming', T0 + 3)
+    t.equal(await w.upsertCall(orphan, [lost]), null)
+    const sms = { id: uuidv7(), sessionId: uuidv7(), tenantId: tenant.id, providerMessageId: `SM-fx-${rec.id}`, direction: 'A_TO_B' as const, status: 'QUEUED' as const, sentAt: T0 }
+    const received = envelope(rec, 'sms.received', T0 + 4)
+    t.equal(await w.upsertSms(sms, { events: [received], usage: [{ tenantId: tenant.id, metric: 'sms_received', quantity: 1, at: T0, dedupeKey: `sms_received:${sms.id}` }] }), null)
+    t.equal(await outbox(lost.id) + await outbox(received.id), 0, 'no event without its record')
+    t.equal(await usage(`sms_received:${sms.id}`), 0, 'no usage without its record')
+
+    // The forward's outcome: sms.sent only while the message was still QUEUED.
+    const queued = { ...sms, sessionId: rec.id, providerMessageId: `SM-fx2-${rec.id}` }
+    t.equal(await w.upsertSms(queued), queued.id)
+    const sent = envelope(rec, 'sms.sent', T0 + 5)
+    t.equal(await w.markSmsForwarded(queued.id, 'FW-fx', 'SENT', T0 + 5, { events: [sent] }), true)
+    const twice = envelope(rec, 'sms.sent', T0 + 6)
+    t.equal(await w.markSmsForwarded(queued.id, 'FW-fx', 'SENT', T0 + 6, { events: [twice] }), false)
+    t.equal(await outbox(sent.id), 1)
+    t.equal(await outbox(twice.id), 0)
+
+    t.same(announced, [incoming.id, ended.id, sent.id], 'announced after commit: exactly the events written, in order')
   })
 
   t.test('retention keeps at least 30 days of call and SMS records', async t => {
