@@ -26,7 +26,7 @@ import { progress, Results } from './lib/results.js'
 import { latencyChart } from './lib/svg-chart.js'
 import { baselineCallbackUws, baselineFastify, baselineHello, baselineInsert, baselineVerify } from './scenarios/baselines.js'
 import type { Ctx, Keys } from './scenarios/common.js'
-import { fanoutScenario } from './scenarios/fanout.js'
+import { fanoutScenario, fanoutThroughput } from './scenarios/fanout.js'
 import { bootFigures, engineHeap } from './scenarios/memory.js'
 import { createScenario, fetchTokens, readScenario } from './scenarios/rest.js'
 import { ensureServiceBuilt, serviceEntry, startService, type Service, type ServiceConfig } from './scenarios/service.js'
@@ -139,6 +139,7 @@ try {
   await db?.dispose().catch(() => {})
 }
 if (has('memory')) await step('memory (engine heap)', () => engineHeap(ctx))
+if (has('fanout')) await step('fanout (stream ceiling)', () => fanoutThroughput(ctx))
 
 /** --profile: one summary per loaded run from the profile the service wrote when it stopped. */
 function profiles(dir: string, windows: readonly ProfileWindow[]): void {

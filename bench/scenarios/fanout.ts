@@ -1,6 +1,7 @@
 // Scenario 7: event fan-out. 1,000 WebSocket clients of one tenant on /v1/stream; target swaps of
 // that tenant's sessions at a steady rate; latency from the PATCH being sent to each socket
-// receiving `session.target_swapped` (bench/lib/fanout-client.ts, on the load core).
+// receiving `session.target_swapped` (bench/lib/fanout-client.ts, on the load core). Then the
+// stream's ceiling: events per second fanned out to 1,000 sockets (bench/fanout.bench.ts).
 import { fileURLToPath } from 'node:url'
 import { runChild } from '../lib/proc.js'
 import { sessionIdOf, tenantOfSession } from '../lib/population.js'
@@ -46,4 +47,24 @@ export async function fanoutScenario(ctx: Ctx, svc: Service, tokens: readonly st
   if (j.swapsOk < j.swaps) r.note(`fanout: ${j.swaps - j.swapsOk} of ${j.swaps} target swaps were not answered 200`)
   r.target('7. event fan-out', `every target swap reaches all ${j.sockets} WebSocket clients (the p99 is a figure: no bar)`,
     j.expected > 0 ? j.delivered === j.expected : null, `p99 ${j.latencyMs.p99.toFixed(1)} ms, ${j.delivered} of ${j.expected} messages`)
+}
+
+/**
+ * Events per second the stream module fans out to 1,000 sockets, against a loop of ws.send() in
+ * the same run (bench/fanout.bench.ts: its server and its clients need both cores, so unpinned).
+ */
+export async function fanoutThroughput(ctx: Ctx): Promise<void> {
+  progress('fan-out ceiling: bench/fanout.bench.ts (events/s to 1,000 sockets vs a ws.send() loop)')
+  const lines = await runChild({
+    name: 'fanout.bench', cmd: process.execPath, core: null, pin: ctx.pin,
+    args: ['--import', 'tsx', fileURLToPath(new URL('../fanout.bench.ts', import.meta.url)), ...(ctx.opts.smoke ? ['--smoke'] : [])],
+  }, 600_000)
+  const r = ctx.results
+  for (const l of lines) {
+    const m = /^bench: (\S+) ([\d.]+) (.+)$/.exec(l)
+    // Its publish→receive percentiles are the module's own (no HTTP); the suite's latency
+    // figures are the swap→WebSocket ones above.
+    if (m && /per_s$/.test(m[1]!)) r.figure(`stream.${m[1]!}`, Number(m[2]), m[3]!)
+  }
+  r.ratio('stream.fanout.vs_loop_send', 'stream.fanout.events_per_s', 'stream.fanout.baseline_loop_send.events_per_s')
 }
