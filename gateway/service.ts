@@ -164,7 +164,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const provider = new FailoverProvider(
       cfg.provider === 'telnyx'
         ? new TelnyxProvider({ name: 'telnyx', apiKey: cfg.telnyx.apiKey!, ...(cfg.telnyx.baseUrl ? { baseURL: cfg.telnyx.baseUrl } : {}), ...(cfg.telnyx.messagingProfileId ? { messagingProfileId: cfg.telnyx.messagingProfileId } : {}) })
-        : new SandboxProvider('sandbox'),
+        : new SandboxProvider('sandbox', log),
       cfg.provider === 'telnyx' && cfg.telnyx.backupApiKey
         ? new TelnyxProvider({ name: 'telnyx-backup', apiKey: cfg.telnyx.backupApiKey, ...(cfg.telnyx.backupBaseUrl ? { baseURL: cfg.telnyx.backupBaseUrl } : {}), ...(cfg.telnyx.messagingProfileId ? { messagingProfileId: cfg.telnyx.messagingProfileId } : {}) })
         : undefined,

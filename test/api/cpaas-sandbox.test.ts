@@ -35,6 +35,10 @@ t.test('an inbound SMS through the sandbox service is forwarded and recorded DEL
     return (id as string | null) ?? undefined
   }, 'the SMS recorded DELIVERED')
   t.match(forwardId, /^sandbox-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'forwarded through the sandbox')
+  // DECISIONS 1: the sandbox logs the forward, without numbers or text.
+  const sandboxLines = api.logLines.map(l => JSON.parse(l) as Record<string, unknown>).filter(l => l.provider === 'sandbox' && 'providerMessageId' in l)
+  t.match(sandboxLines, [{ level: 30, providerMessageId: forwardId, msg: /sandbox/ }], 'the forward is logged once, by its sandbox id')
+  t.equal(sandboxLines.length, 1)
 
   const list = await api.req('GET', `/v1/sessions/${s.id}/sms`, { token: acct.token })
   t.equal(list.status, 200)
