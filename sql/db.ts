@@ -15,6 +15,7 @@ import { join } from 'node:path'
 import { createPool, type ClientConfigurationInput, type DatabasePool, type DriverTypeParser } from 'slonik'
 import { toStoreError } from './errors.js'
 import { serveEmbedded } from './pglite-server.js'
+import { installPreparedStatements, UNPREPARED_APPLICATION } from './prepared.js'
 
 export interface Database {
   pool: DatabasePool
@@ -96,6 +97,7 @@ async function makePool(uri: string, kind: Database['kind'], size: number, onErr
 }
 
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database> {
+  installPreparedStatements()
   const onError = opts.onError ?? (() => {})
   if (opts.databaseUrl) {
     const uri = opts.databaseUrl
@@ -129,7 +131,7 @@ async function openEmbedded(dataDir: string, size: number, onError: (code: strin
     const fresh = !existsSync(join(pgDir, 'PG_VERSION'))
     const pg = await PGlite.create(pgDir, seed && fresh ? { loadDataDir: seed } : {})
     const server = await serveEmbedded(pg, { onError })
-    const uri = `postgres://postgres@${server.host}:${server.port}/postgres`
+    const uri = `postgres://postgres@${server.host}:${server.port}/postgres?application_name=${UNPREPARED_APPLICATION}`
     const pools: DatabasePool[] = []
     let pool: DatabasePool
     try {

@@ -20,6 +20,7 @@ import { finishUsage, usageCtes, usageOutcome, usageRows, type UsageInput, type 
 import { isUuid } from './cursor.js'
 import { errorCode, guard, toStoreError } from './errors.js'
 import { insertOutbox, outboxInsert, outboxInsertFrom } from './outbox.js'
+import { PREPARE } from './prepared.js'
 import { iso, isoOrNull, transact, tsOrNull } from './transaction.js'
 
 export interface CallInsert {
@@ -227,7 +228,7 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<App
     const events = calls.flatMap(c => (c.effects?.events ?? []).map(env => ({ call_id: c.row.id, env })))
     // spec 2.2 callCount/lastCallAt move in the same statement as the call records they count,
     // so a crash can never leave one without the other; a replayed call (no new row) counts nothing.
-    const ids = await storedIds(tx, 'call_records', 'provider_call_id', calls.map(c => c.row.providerCallId), sql.fragment`
+    const ids = await storedIds(tx, 'call_records', 'provider_call_id', calls.map(c => c.row.providerCallId), sql.fragment`${PREPARE}
       WITH ins AS (
         INSERT INTO call_records (id, session_id, tenant_id, provider_call_id, status, direction, duration_seconds,
                                   initiated_at, answered_at, ended_at, recording_consent_played, party_b_hash)

@@ -13,6 +13,7 @@ import { finishUsage, numberRentalKey, usageCtes, usageOutcome, usageRows, type 
 import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
 import { guard } from './errors.js'
 import { insertOutbox, outboxInsert } from './outbox.js'
+import { PREPARE } from './prepared.js'
 import { iso, isoOrNull, rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
 
 export { bulkInsertSessions, type BulkSessionRow } from './bulk-sessions.js'
@@ -87,7 +88,7 @@ export async function createSession(db: Db, a: CreateSessionArgs): Promise<Creat
       },
     ]
     const rows = usageRows(usage)
-    const out = (await tx.one(sql.unsafe`
+    const out = (await tx.one(sql.unsafe`${PREPARE}
       WITH q AS (
         UPDATE tenants SET live_sessions = live_sessions + 1
         WHERE id = ${rec.tenantId} AND live_sessions < ${a.quota}
