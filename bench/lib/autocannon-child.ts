@@ -2,7 +2,7 @@
 // Each connection cycles through the same list (autocannon's model), so signed callbacks repeat
 // sooner than with wrk; latencies come in milliseconds and are converted to microseconds.
 //
-//   node --import tsx bench/lib/autocannon-child.ts URL FILE CONNECTIONS SECONDS
+//   node --import tsx bench/lib/autocannon-child.ts URL FILE CONNECTIONS SECONDS [RATE]
 import { createRequire } from 'node:module'
 import { readRequestFile } from './request-file.js'
 
@@ -14,9 +14,9 @@ interface AcResult {
 // autocannon ships no type declarations.
 const autocannon = createRequire(import.meta.url)('autocannon') as (opts: Record<string, unknown>) => Promise<AcResult>
 
-const [url, file, connections, seconds] = process.argv.slice(2)
+const [url, file, connections, seconds, rate] = process.argv.slice(2)
 const requests = readRequestFile(file!, 2_000).map(r => ({ method: r.method as 'POST', path: r.path, headers: r.headers, body: r.body }))
-const result = await autocannon({ url: url!, connections: Number(connections), duration: Number(seconds), requests })
+const result = await autocannon({ url: url!, connections: Number(connections), duration: Number(seconds), requests, ...(rate ? { overallRate: Number(rate) } : {}) })
 const ms = (v: number | undefined) => Math.round((v ?? Number.NaN) * 1000)
 const durationS = result.duration
 const ok = result.requests.total - result.non2xx

@@ -27,6 +27,8 @@ export interface LoadSpec {
   file: string
   connections: number
   durationS: number
+  /** Offer about this many requests per second in all (paced), instead of as many as answered. */
+  rate?: number
 }
 
 export async function runLoad(gen: LoadGenerator, pin: Pinning, spec: LoadSpec): Promise<LoadResult> {
@@ -37,7 +39,8 @@ export async function runLoad(gen: LoadGenerator, pin: Pinning, spec: LoadSpec):
     const lines = await runChild({
       name: 'wrk', cmd: gen.path, core: pin.loadCore, pin,
       args: ['-t', String(threads), '-c', String(connections), '-d', `${seconds}s`, '--timeout', '5s',
-        '-s', REPLAY_LUA, spec.url, '--', spec.file, String(threads)],
+        '-s', REPLAY_LUA, spec.url, '--', spec.file, String(threads),
+        ...(spec.rate ? [String(spec.rate / threads)] : [])],
     }, (seconds + 60) * 1000)
     const line = lines.find(l => l.startsWith('WRKJSON '))
     if (!line) throw new Error(`wrk printed no result:\n${lines.join('\n')}`)
@@ -56,7 +59,7 @@ export async function runLoad(gen: LoadGenerator, pin: Pinning, spec: LoadSpec):
   }
   const lines = await runChild({
     name: 'autocannon', cmd: process.execPath, core: pin.loadCore, pin,
-    args: ['--import', 'tsx', AUTOCANNON_CHILD, spec.url, spec.file, String(connections), String(seconds)],
+    args: ['--import', 'tsx', AUTOCANNON_CHILD, spec.url, spec.file, String(connections), String(seconds), ...(spec.rate ? [String(Math.round(spec.rate))] : [])],
   }, (seconds + 60) * 1000)
   const line = lines.find(l => l.startsWith('ACJSON '))
   if (!line) throw new Error(`autocannon printed no result:\n${lines.join('\n')}`)

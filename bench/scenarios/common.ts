@@ -51,6 +51,8 @@ export interface LoadedRun {
   repeats?: string
   warmFile?: string
   connections?: number
+  /** Paced at about this many requests per second (see LoadSpec.rate). */
+  rate?: number
 }
 
 function check(ctx: Ctx, name: string, r: LoadResult): void {
@@ -79,10 +81,10 @@ export async function loaded(ctx: Ctx, run: LoadedRun): Promise<LoadResult> {
     progress(`${run.label}: warm-up ${ctx.opts.warmup} s`)
     await runLoad(ctx.gen, ctx.pin, { url: run.url, file: run.warmFile, connections, durationS: ctx.opts.warmup })
   }
-  progress(`${run.label}: ${connections} connections, ${ctx.opts.duration} s`)
+  progress(`${run.label}: ${connections} connections, ${ctx.opts.duration} s${run.rate ? `, paced at ${Math.round(run.rate)} req/s` : ''}`)
   const startUs = monotonicUs()
   const cpu0 = ctx.serverPid === undefined ? null : cpuSnapshot(ctx.serverPid)
-  const r = await runLoad(ctx.gen, ctx.pin, { url: run.url, file: run.file, connections, durationS: ctx.opts.duration })
+  const r = await runLoad(ctx.gen, ctx.pin, { url: run.url, file: run.file, connections, durationS: ctx.opts.duration, ...(run.rate ? { rate: run.rate } : {}) })
   const split = cpu0 && cpuSplit(cpu0, cpuSnapshot(ctx.serverPid!))
   ctx.profileWindows?.push({ name: run.name, startUs, endUs: monotonicUs() })
   check(ctx, run.name, r)

@@ -60,5 +60,17 @@ export async function createScenario(ctx: Ctx, svc: Service, tokens: readonly st
   const s = `4. POST /v1/sessions${dbKind === 'embedded' ? ' (embedded PGlite; the bar is set for real Postgres: set DATABASE_URL)' : ''}`
   ratioTarget(ctx, s, 'throughput ≥ 15 % of a single-row INSERT loop with 8 connections', 'rest.create_session.vs_insert_loop', 0.15)
   const p99 = r.get('rest.create_session.p99')
-  r.target(s, 'p99 ≤ 20 ms', p99 === undefined ? null : p99 <= 20_000, p99 === undefined ? 'not measured' : `p99 ${(p99 / 1000).toFixed(2)} ms`)
+  // A closed loop of 32 connections at saturation measures the queue as much as the service
+  // (Little's law: p50 ≈ 32 / throughput), so the latency bar is also read where the throughput
+  // bar is set: the same requests, paced at 15 % of the INSERT loop.
+  r.target(s, 'p99 ≤ 20 ms at saturation (32 connections, closed loop)', p99 === undefined ? null : p99 <= 20_000, p99 === undefined ? 'not measured' : `p99 ${(p99 / 1000).toFixed(2)} ms`)
+  const insertRate = r.get('baseline.insert_8conn.rate')
+  if (insertRate === undefined) return
+  const rate = 0.15 * insertRate
+  writeCreateFile(`${base}.paced.req`, requestCount(ctx.opts.duration, rate * 1.2, cap), ctx.pop, tokens, warm + distinct)
+  const paced = await loaded(ctx, { name: 'rest.create_session.paced', label: `maskline POST /v1/sessions (${dbKind}), paced at 15 % of the INSERT loop`,
+    url: svc.url, file: `${base}.paced.req`, rate })
+  const ok = paced.okRps >= rate * 0.95
+  r.target(s, 'p99 ≤ 20 ms at the throughput of the bar (paced at 15 % of the INSERT loop)', ok ? paced.latencyUs.p99 <= 20_000 : false,
+    `p99 ${(paced.latencyUs.p99 / 1000).toFixed(2)} ms at ${Math.round(paced.okRps)} of ${Math.round(rate)} req/s offered${ok ? '' : ' (the service did not keep up with the pace)'}`)
 }

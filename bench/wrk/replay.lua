@@ -19,6 +19,11 @@ end
 function init(args)
   local path = args[1]
   local nthreads = tonumber(args[2]) or 1
+  -- Optional pacing: this thread sends at most `rate` requests per second, one every 1000/rate ms,
+  -- each on whichever connection asks next (wrk's delay()); latency excludes the wait.
+  local rate = tonumber(args[3])
+  interval = rate and 1000 / rate or nil
+  next_at = 0
   local f = assert(io.open(path, "rb"))
   local data = f:read("*a")
   f:close()
@@ -32,6 +37,25 @@ function init(args)
   end
   assert(#reqs > 0, "no requests in " .. path)
   idx = math.floor(#reqs * (tid or 0) / nthreads)
+end
+
+local ffi = require("ffi")
+ffi.cdef[[
+  typedef struct { long tv_sec; long tv_nsec; } replay_timespec;
+  int clock_gettime(int clk, replay_timespec *ts);
+]]
+local ts = ffi.new("replay_timespec")
+local function now_ms()
+  ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
+  return tonumber(ts.tv_sec) * 1000 + tonumber(ts.tv_nsec) / 1e6
+end
+
+function delay()
+  if not interval then return 0 end
+  local now = now_ms()
+  -- A slot missed because every connection was busy is not made up later.
+  next_at = math.max(next_at + interval, now)
+  return next_at - now
 end
 
 function request()
