@@ -6,7 +6,7 @@ import { sql, type CommonQueryMethods, type SerializableValue } from 'slonik'
 import { uuidv7 } from '../api/ids.js'
 import { isUuid } from './cursor.js'
 import { guard } from './errors.js'
-import { iso, isoOrNull, transact, ts, type Db } from './transaction.js'
+import { iso, isoOrNull, jsonb, transact, ts, type Db } from './transaction.js'
 
 export const METRICS = ['session_created', 'call_minute', 'sms_sent', 'sms_received', 'recording_minute', 'number_rental'] as const
 export type Metric = (typeof METRICS)[number]
@@ -89,7 +89,7 @@ export function usageCtes(rows: SerializableValue) {
   return sql.fragment`
     usage_rows AS (
       SELECT r.*, bp.id AS billing_period_id
-      FROM jsonb_to_recordset(${sql.jsonb(rows)}) AS r(
+      FROM jsonb_to_recordset(${jsonb(rows)}) AS r(
         id uuid, tenant_id uuid, period_start timestamptz, metric text, quantity numeric, known_price boolean,
         unit_price numeric, recorded_at timestamptz, session_id uuid, call_record_id uuid, metadata jsonb, dedupe_key text)
       LEFT JOIN billing_periods bp ON bp.tenant_id = r.tenant_id AND bp.period_start = r.period_start),

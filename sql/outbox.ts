@@ -2,8 +2,9 @@
 // causes them, so an event exists exactly when its change committed. Delivery is the webhook
 // dispatcher's job (sql/webhooks.ts). Envelope ids are the primary key: writing one twice is a
 // no-op.
-import { sql, type CommonQueryMethods, type FragmentSqlToken, type SerializableValue } from 'slonik'
+import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik'
 import type { EventEnvelope } from '../api/event-envelope.js'
+import { jsonb } from './transaction.js'
 
 const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 
@@ -15,7 +16,7 @@ export async function insertOutbox(tx: CommonQueryMethods, envelopes: readonly E
 
 /** The INSERT of insertOutbox, to ride as a CTE in the statement of the change (one round trip). */
 export function outboxInsert(envelopes: readonly EventEnvelope[], sessionId?: string) {
-  return outboxInsertFrom(sql.fragment`SELECT x FROM jsonb_array_elements(${sql.jsonb(envelopes as unknown as SerializableValue)}) AS x`, sessionId)
+  return outboxInsertFrom(sql.fragment`SELECT x FROM jsonb_array_elements(${jsonb(envelopes)}) AS x`, sessionId)
 }
 
 /** The same INSERT over any query yielding envelopes as a jsonb column `x` (e.g. filtered by a CTE). */

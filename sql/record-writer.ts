@@ -13,7 +13,7 @@
 // The returned promises never reject (callers may fire and forget without an unhandled
 // rejection): a failed flush is retried once operation by operation, and what still fails is
 // reported to `onError` by code and resolves as null/false.
-import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type SerializableValue } from 'slonik'
+import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken } from 'slonik'
 import type { EventEnvelope } from '../api/event-envelope.js'
 import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
 import { finishUsage, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
@@ -21,7 +21,7 @@ import { isUuid } from './cursor.js'
 import { errorCode, guard, toStoreError } from './errors.js'
 import { insertOutbox, outboxInsert, outboxInsertFrom } from './outbox.js'
 import { PREPARE } from './prepared.js'
-import { iso, isoOrNull, transact, tsOrNull } from './transaction.js'
+import { iso, isoOrNull, jsonb, transact, tsOrNull } from './transaction.js'
 
 export interface CallInsert {
   id: string
@@ -204,7 +204,7 @@ export function createRecordWriter(pool: DatabasePool, opts: {
   }
 }
 
-const json = (v: unknown) => sql.jsonb(v as SerializableValue)
+const json = jsonb
 
 /**
  * Applies a batch in order of kind (inserts first, so updates queued after them find the rows),

@@ -52,6 +52,15 @@ export function transact<T>(db: Db, fn: (tx: CommonQueryMethods) => Promise<T | 
   return guard(() => (isPool(db) ? withRetry(() => db.connect(run)) : run(db)))
 }
 
+/**
+ * A jsonb parameter from plain data that sql/ built itself (strings, numbers, booleans, null; no
+ * cycles, no BigInt). JSON.stringify is several times faster than the safe-stable-stringify behind
+ * sql.jsonb, which was 5 % of the service's CPU per routed call in the voice bench (the batch rows).
+ */
+export function jsonb(v: unknown) {
+  return sql.fragment`${JSON.stringify(v)}::jsonb`
+}
+
 /** ISO timestamp literal for epoch ms, cast on the server (exact, independent of time zones). */
 export function ts(ms: number) {
   return sql.fragment`${new Date(ms).toISOString()}::timestamptz`
