@@ -3,15 +3,22 @@
 // it "sends" by its sandbox id only, so a developer running `npm start` sees that a forward
 // happened without the log ever holding a number or the text (DECISIONS 8).
 import { randomUUID } from 'node:crypto'
-import type { Logger } from 'pino'
 import type { SendResult, SmsMessage, SmsProvider } from './provider.js'
+
+/**
+ * Where the sandbox reports a forward: typed to take the sandbox id and nothing of the message, so
+ * no number or text can reach it (and, like every CPaaS module, this one imports no logger).
+ */
+export interface SandboxLog {
+  info(fields: { provider: string; providerMessageId: string }, msg: string): void
+}
 
 export class SandboxProvider implements SmsProvider {
   readonly name: string
-  readonly #log: Pick<Logger, 'info'> | undefined
+  readonly #log: SandboxLog | undefined
   #sent = 0
 
-  constructor(name = 'sandbox', log?: Pick<Logger, 'info'>) {
+  constructor(name = 'sandbox', log?: SandboxLog) {
     this.name = name
     this.#log = log
   }
