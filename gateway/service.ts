@@ -155,7 +155,10 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       ...(redis ? { rateLimiter: createRedisRateLimiter({ redis, now, ...(opts.rateLimitPrefix ? { prefix: opts.rateLimitPrefix } : {}) }) } : {}),
     }
 
+    const records = createRecordWriter(db.pool, { onError: onError('records'), announce: envs => fanOut(envs) })
+    closers.unshift(() => records.close())
     const runner = createSessionRunner({
+      flushRecords: () => records.flush(),
       db: db.pool, engine, mailboxes, tenants, cipher, hashParty, now,
       announce: (id, version, envelopes) => fanOut(envelopes, [{ kind: 'session', id, version }]),
     })
@@ -171,8 +174,6 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       { now },
     )
     services.cpaasHealth = () => provider.health()
-    const records = createRecordWriter(db.pool, { onError: onError('records'), announce: envs => fanOut(envs) })
-    closers.unshift(() => records.close())
     services['telephony'] = createTelephony({
       db: db.pool, engine, tenants, hashParty, records, provider, sandbox: cfg.provider === 'sandbox', log, now,
       publicBaseUrl: cfg.publicBaseUrl,

@@ -23,6 +23,13 @@ export interface RunnerDeps {
   now: () => number
   /** After commit: other nodes, the WebSocket stream, the webhook dispatcher. */
   announce: (sessionId: string, version: number, envelopes: EventEnvelope[]) => void
+  /**
+   * Commits what the record writer holds (call and SMS records and their events). Awaited before a
+   * session command commits, so an event of a call routed on this node before the command has a
+   * smaller id AND is in the outbox first: the dispatcher, which delivers a session's pending
+   * events by id, can never send the later session event before it (issue #6: order per session).
+   */
+  flushRecords?: () => Promise<void>
 }
 
 export interface CreateResult { status: number; body: unknown; replayed: boolean }
@@ -166,6 +173,7 @@ export function createSessionRunner(d: RunnerDeps) {
           // Spec 4.2: the audit entry holds hashes, never phone numbers.
           audit = { action: 'session.target_swapped', data: { previousPartyBHash: oldCustomerHash, newPartyBHash: newCustomerHash } }
         }
+        await d.flushRecords?.()
         const res = await store.updateSession(d.db, {
           prev,
           next: plan.next,
@@ -216,6 +224,7 @@ export function createSessionRunner(d: RunnerDeps) {
       // expireSessions only moves rows that are still live, so a retry is safe.
       const due = [...unwritten.splice(0), ...d.engine.tick(d.now(), EXPIRY_BATCH)]
       if (!due.length) return 0
+      await d.flushRecords?.()
       let written = 0
       for (let i = 0; i < due.length; i += 500) {
         const batch = due.slice(i, i + 500)
