@@ -204,8 +204,6 @@ export function createRecordWriter(pool: DatabasePool, opts: {
   }
 }
 
-const json = jsonb
-
 /**
  * Applies a batch in order of kind (inserts first, so updates queued after them find the rows),
  * then writes the effects of the operations that took effect. A batch of new calls only is one
@@ -232,7 +230,7 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<App
       WITH ins AS (
         INSERT INTO call_records (id, session_id, tenant_id, provider_call_id, status, direction, duration_seconds,
                                   initiated_at, answered_at, ended_at, recording_consent_played, party_b_hash)
-        SELECT * FROM jsonb_to_recordset(${json(rows)}) AS r(
+        SELECT * FROM jsonb_to_recordset(${jsonb(rows)}) AS r(
           id uuid, session_id uuid, tenant_id uuid, provider_call_id text, status text, direction text, duration_seconds int,
           initiated_at timestamptz, answered_at timestamptz, ended_at timestamptz, recording_consent_played boolean, party_b_hash text)
         ON CONFLICT (provider_call_id) DO NOTHING
@@ -242,7 +240,7 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<App
         FROM (SELECT session_id, count(*)::int AS n, max(initiated_at) AS at FROM ins GROUP BY session_id) c
         WHERE s.id = c.session_id)
       ${events.length > 0 ? sql.fragment`, outbox_ins AS (${outboxInsertFrom(sql.fragment`
-        SELECT e.env AS x FROM jsonb_to_recordset(${json(events)}) AS e(call_id uuid, env jsonb)
+        SELECT e.env AS x FROM jsonb_to_recordset(${jsonb(events)}) AS e(call_id uuid, env jsonb)
         WHERE e.call_id IN (SELECT id FROM ins)`)})` : sql.fragment``}
       SELECT provider_call_id AS key, id FROM ins`)
     for (const c of calls) results.set(c, ids.get(c.row.providerCallId) ?? null)
@@ -257,7 +255,7 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<App
     }))
     const ids = await storedIds(tx, 'sms_records', 'provider_message_id', smss.map(s => s.row.providerMessageId), sql.fragment`
       INSERT INTO sms_records (id, session_id, tenant_id, provider_message_id, forward_message_id, direction, status, sent_at, delivered_at)
-      SELECT * FROM jsonb_to_recordset(${json(rows)}) AS r(
+      SELECT * FROM jsonb_to_recordset(${jsonb(rows)}) AS r(
         id uuid, session_id uuid, tenant_id uuid, provider_message_id text, forward_message_id text, direction text, status text,
         sent_at timestamptz, delivered_at timestamptz)
       ON CONFLICT DO NOTHING
@@ -274,7 +272,7 @@ async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<App
     const hit = new Set(await tx.anyFirst(sql.unsafe`
       UPDATE sms_records s SET forward_message_id = COALESCE(u.forward_id, s.forward_message_id), status = u.status,
         delivered_at = CASE WHEN u.status = 'DELIVERED' THEN u.at ELSE s.delivered_at END
-      FROM jsonb_to_recordset(${json(rows)}) AS u(id uuid, forward_id text, status text, at timestamptz)
+      FROM jsonb_to_recordset(${jsonb(rows)}) AS u(id uuid, forward_id text, status text, at timestamptz)
       WHERE s.id = u.id AND s.status = 'QUEUED'
       RETURNING s.id`) as readonly string[])
     for (const f of forwards) results.set(f, hit.has(f.id))
