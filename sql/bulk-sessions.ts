@@ -65,7 +65,8 @@ async function insertChunk(tx: CommonQueryMethods, chunk: readonly BulkSessionRo
       INSERT INTO session_participants (proxy_number, party_hash, session_id)
       SELECT * FROM unnest(${sql.array(proxies, 'text')}, ${sql.array(hashes, 'text')}, ${sql.array(ids, 'uuid')})`)
     // Counter rows are locked last and in one order (tenants by id, then proxies by number), the
-    // order createSession takes them in: parallel chunks queue for them briefly, never deadlock.
+    // order createSession and releaseSessions take them in: parallel chunks (and the creates and
+    // expiries running meanwhile) queue for them briefly, never deadlock.
     // NO KEY UPDATE (what the UPDATEs take anyway) leaves the key-share locks of the other chunks'
     // foreign-key checks alone; FOR UPDATE would deadlock against them.
     const tenants = sql.array(live.map(r => r.rec.tenantId), 'uuid')

@@ -77,6 +77,8 @@ export async function createSession(db: Db, a: CreateSessionArgs): Promise<Creat
     // participants, outbox and usage. The proxy is only touched when the quota admitted the
     // session and the session only inserted when the hold succeeded; any refusal rolls the whole
     // transaction back, so the unconditional outbox/usage inserts never survive one.
+    // Lock order: the tenant row (q), then the proxy row (p waits for q: EXISTS over q gates it),
+    // then the participant keys: the order releaseSessions and bulkInsertSessions keep (issue 18).
     const usage: UsageInput[] = [
       {
         tenantId: rec.tenantId, metric: 'session_created', quantity: 1, at: rec.createdAt, sessionId: rec.id,
@@ -210,22 +212,41 @@ export async function updateSession(db: Db, a: UpdateSessionArgs): Promise<'ok' 
  * producing (id, tenant_id, proxy_number): their participant rows go (the parties are unwired),
  * the tenants' and proxies' live counters drop, and a proxy whose count reaches 0 is released (no
  * tenant, cooldown starts). Counters never go below 0, so a drift cannot block expiry.
+ *
+ * Lock order (issue 18: creates and expiry sweeps deadlocked): every statement that moves these
+ * counters locks the tenant rows first (by id), then the proxy rows (by number), then touches the
+ * participant rows, as createSession does (q, then p, then parts) and bulkInsertSessions (tenants,
+ * then proxies). Left to itself Postgres runs a statement's unread data-modifying CTEs last-first
+ * (p before t here) and a multi-row UPDATE in its join's order, so the order is forced: lock_t
+ * and lock_p take the row locks in ORDER BY order, lock_p starts only once lock_t has counted all
+ * its rows, and the three writes start only once lock_p has (an uncorrelated scalar subquery is
+ * evaluated, in full, before the node it gates reads a row). The writes then meet only rows this
+ * transaction already holds. Callers lock the session rows before this (their own order, by id).
  */
 function releaseSessions(tx: CommonQueryMethods, goneCtes: FragmentSqlToken) {
   return tx.any(sql.unsafe`
     WITH ${goneCtes},
-    del AS (DELETE FROM session_participants sp USING gone WHERE sp.session_id = gone.id RETURNING 1),
+    lock_t AS (
+      SELECT count(*) AS n FROM (
+        SELECT 1 FROM tenants WHERE id IN (SELECT tenant_id FROM gone) ORDER BY id FOR NO KEY UPDATE) l),
+    lock_p AS (
+      SELECT count(*) AS n FROM (
+        SELECT 1 FROM proxy_numbers WHERE number IN (SELECT proxy_number FROM gone) AND (SELECT n FROM lock_t) >= 0
+        ORDER BY number FOR NO KEY UPDATE) l),
+    del AS (
+      DELETE FROM session_participants sp USING gone
+      WHERE sp.session_id = gone.id AND (SELECT n FROM lock_p) >= 0 RETURNING 1),
     t AS (
       UPDATE tenants SET live_sessions = GREATEST(tenants.live_sessions - c.n, 0)
       FROM (SELECT tenant_id, count(*)::int AS n FROM gone GROUP BY tenant_id) c
-      WHERE tenants.id = c.tenant_id RETURNING 1),
+      WHERE tenants.id = c.tenant_id AND (SELECT n FROM lock_p) >= 0 RETURNING 1),
     p AS (
       UPDATE proxy_numbers pn SET
         live_sessions = GREATEST(pn.live_sessions - c.n, 0),
         tenant_id = CASE WHEN pn.live_sessions - c.n <= 0 THEN NULL ELSE pn.tenant_id END,
         released_at = CASE WHEN pn.live_sessions - c.n <= 0 THEN now() ELSE pn.released_at END
       FROM (SELECT proxy_number, count(*)::int AS n FROM gone GROUP BY proxy_number) c
-      WHERE pn.number = c.proxy_number RETURNING 1)
+      WHERE pn.number = c.proxy_number AND (SELECT n FROM lock_p) >= 0 RETURNING 1)
     SELECT id FROM gone`)
 }
 
@@ -236,6 +257,11 @@ const EXPIRE_BATCH = 500
  * changed, under row locks taken in id order, and only for those the bookkeeping is done and
  * `envelopesFor` is asked for events: session.expired is written exactly once however many nodes
  * (or a reboot) try. Returns the ids this call expired. One transaction per 500 sessions.
+ *
+ * The bookkeeping is a second statement, not a CTE of the first: under READ COMMITTED a statement
+ * that waited for a session row (a concurrent swap) still reads other tables as of its start, and
+ * would miss the participant row the swap inserted (left behind for good, blocking that party on
+ * that proxy). The second statement's snapshot is taken once the session rows are held.
  */
 export async function expireSessions(db: Db, recs: readonly SessionRecord[], envelopesFor: (rec: SessionRecord) => EventEnvelope[]): Promise<string[]> {
   const expired: string[] = []
@@ -244,20 +270,24 @@ export async function expireSessions(db: Db, recs: readonly SessionRecord[], env
     const byId = new Map(batch.map(r => [r.id as string, r]))
     const rows = batch.map(r => ({ id: r.id, expired_at: r.expiredAt === null ? null : iso(r.expiredAt) }))
     const ids = await transact(db, async tx => {
-      const done = (await releaseSessions(tx, sql.fragment`
-        cand AS (
+      const gone = (await tx.any(sql.unsafe`
+        WITH cand AS (
           SELECT id FROM sessions
           WHERE id = ANY(${sql.array(batch.map(r => r.id), 'uuid')}) AND state IN ${LIVE}
-          ORDER BY id FOR NO KEY UPDATE),
+          ORDER BY id FOR NO KEY UPDATE)
+        UPDATE sessions s SET state = 'EXPIRED', expired_at = COALESCE(v.expired_at, now()), version = s.version + 1
+        FROM cand JOIN jsonb_to_recordset(${sql.jsonb(rows as unknown as SerializableValue)}) AS v(id uuid, expired_at timestamptz)
+          ON v.id = cand.id
+        WHERE s.id = cand.id
+        RETURNING s.id, s.tenant_id, s.proxy_number`)) as readonly { id: string; tenant_id: string; proxy_number: string }[]
+      if (gone.length === 0) return []
+      await releaseSessions(tx, sql.fragment`
         gone AS (
-          UPDATE sessions s SET state = 'EXPIRED', expired_at = COALESCE(v.expired_at, now()), version = s.version + 1
-          FROM cand JOIN jsonb_to_recordset(${sql.jsonb(rows as unknown as SerializableValue)}) AS v(id uuid, expired_at timestamptz)
-            ON v.id = cand.id
-          WHERE s.id = cand.id
-          RETURNING s.id, s.tenant_id, s.proxy_number)`)) as readonly { id: string }[]
-      const envelopes = done.flatMap(d => envelopesFor(byId.get(d.id)!))
+          SELECT * FROM unnest(${sql.array(gone.map(g => g.id), 'uuid')}, ${sql.array(gone.map(g => g.tenant_id), 'uuid')},
+                               ${sql.array(gone.map(g => g.proxy_number), 'text')}) AS g(id, tenant_id, proxy_number))`)
+      const envelopes = gone.flatMap(d => envelopesFor(byId.get(d.id)!))
       await insertOutbox(tx, envelopes)
-      return done.map(d => d.id)
+      return gone.map(d => d.id)
     })
     expired.push(...ids)
   }
