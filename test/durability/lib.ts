@@ -268,3 +268,186 @@ export async function deliveryRows(pool: DatabasePool): Promise<Array<{ eventId:
     SELECT event_id, success, status_code, attempt_count, error FROM webhook_deliveries ORDER BY requested_at, id`) as readonly Record<string, any>[]
   return rows.map(r => ({ eventId: r['event_id'], success: r['success'], statusCode: Number(r['status_code']), attemptCount: Number(r['attempt_count']), error: r['error'] }))
 }
+
+// ---------------------------------------------------------------------------------------------
+// Waiting for what is written behind an answer, and calls as the provider walks them (issue 18).
+
+/**
+ * Reads `read` until `ok` accepts its value or `timeoutMs` passes (every `intervalMs`); returns
+ * the last value read either way, so the caller asserts on it and prints the evidence.
+ */
+export async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, o: { timeoutMs?: number; intervalMs?: number } = {}): Promise<{ value: T; ok: boolean; ms: number }> {
+  const started = Date.now()
+  const until = started + (o.timeoutMs ?? 30_000)
+  for (;;) {
+    let value: T
+    try {
+      value = await read()
+    } catch (err) {
+      // The database may still be coming back.
+      if (Date.now() > until) throw err
+      await new Promise(r => setTimeout(r, o.intervalMs ?? 100))
+      continue
+    }
+    if (ok(value) || Date.now() > until) return { value, ok: ok(value), ms: Date.now() - started }
+    await new Promise(r => setTimeout(r, o.intervalMs ?? 100))
+  }
+}
+
+/** The callId the TeXML answer put into its callback URLs (none: not a Dial of a call record). */
+export function callIdOf(texml: string): string | null {
+  return /callId=([0-9a-f-]{36})/.exec(texml)?.[1] ?? null
+}
+
+export interface LegStatus {
+  callId: string
+  /** The child (bridged) leg's CallSid. */
+  legSid: string
+  /** The inbound CallSid of the voice fetch. */
+  parentCallSid: string
+  proxy: string
+  /** The party the Dial called. */
+  called: string
+  callStatus: string
+  callDuration?: number
+}
+
+/**
+ * POST /voice/status?callId= for the child leg, with what a TeXML provider puts in it: the leg
+ * goes from the proxy (the Dial's callerId) to the called party, its parent is the inbound call.
+ */
+export function legStatus(driver: CallbackDriver, p: LegStatus, signal?: AbortSignal): Promise<Response> {
+  return postSigned(driver, `/voice/status?callId=${encodeURIComponent(p.callId)}`, {
+    CallSid: p.legSid, ParentCallSid: p.parentCallSid, From: p.proxy, To: p.called, Direction: 'outbound-dial',
+    CallStatus: p.callStatus, CallDuration: p.callDuration,
+  }, signal)
+}
+
+export interface DialStatus {
+  callId: string
+  /** The inbound CallSid of the voice fetch. */
+  callSid: string
+  legSid?: string
+  caller: string
+  proxy: string
+  dialCallStatus: string
+  dialCallDuration?: number
+}
+
+/** POST /voice/dial-status?callId= (the Dial action): the inbound call's form, From = caller, To = proxy. */
+export function dialAction(driver: CallbackDriver, p: DialStatus, signal?: AbortSignal): Promise<Response> {
+  return postSigned(driver, `/voice/dial-status?callId=${encodeURIComponent(p.callId)}`, {
+    CallSid: p.callSid, From: p.caller, To: p.proxy, Direction: 'inbound', CallStatus: 'in-progress',
+    DialCallStatus: p.dialCallStatus, DialCallSid: p.legSid, DialCallDuration: p.dialCallDuration,
+  }, signal)
+}
+
+/** CallbackDriver.postForm, with an optional abort signal (a callback the service never answers). */
+async function postSigned(driver: CallbackDriver, subPath: string, fields: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<Response> {
+  if (!signal) return driver.postForm(subPath, fields)
+  return Promise.race([
+    driver.postForm(subPath, fields),
+    new Promise<never>((_, reject) => {
+      if (signal.aborted) reject(signal.reason)
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true })
+    }),
+  ])
+}
+
+/** A call the test walked to COMPLETED, as the provider saw it. */
+export interface WalkedCall {
+  callId: string
+  sessionId: string
+  durationSeconds: number
+}
+
+export interface CallFacts {
+  /** callId → its record (by primary key). */
+  records: Map<string, { sessionId: string; status: string; durationSeconds: number; callSid: string }>
+  /** callId → event type → outbox rows naming it. */
+  events: Map<string, Map<string, number>>
+  /** callId → the data of its call.ended / call.failed events. */
+  ended: Map<string, Array<Record<string, unknown>>>
+  /** callId → billing rows with dedupe_key `call_minute:<callId>` (quantities). */
+  minutes: Map<string, number[]>
+  /** session id → call records, and sessions.call_count. */
+  sessions: Map<string, { records: number; callCount: number }>
+}
+
+/** What the database holds for these calls and their sessions. */
+export async function callFacts(pool: DatabasePool, callIds: readonly string[], sessionIds: readonly string[]): Promise<CallFacts> {
+  const ids = sql.array([...callIds], 'uuid')
+  const records = new Map<string, { sessionId: string; status: string; durationSeconds: number; callSid: string }>()
+  for (const r of await pool.any(sql.unsafe`SELECT id, session_id, status, duration_seconds, provider_call_id FROM call_records WHERE id = ANY(${ids})`) as readonly Record<string, any>[]) {
+    records.set(r['id'], { sessionId: r['session_id'], status: r['status'], durationSeconds: Number(r['duration_seconds']), callSid: r['provider_call_id'] })
+  }
+  const events = new Map<string, Map<string, number>>()
+  const ended = new Map<string, Array<Record<string, unknown>>>()
+  for (const r of await pool.any(sql.unsafe`
+    SELECT envelope->'data'->>'callId' AS call_id, type, envelope->'data' AS data FROM outbox
+    WHERE envelope->'data'->>'callId' = ANY(${sql.array([...callIds], 'text')})`) as readonly Record<string, any>[]) {
+    let m = events.get(r['call_id'])
+    if (!m) events.set(r['call_id'], m = new Map())
+    m.set(r['type'], (m.get(r['type']) ?? 0) + 1)
+    if (r['type'] === 'call.ended' || r['type'] === 'call.failed') {
+      const data = typeof r['data'] === 'string' ? JSON.parse(r['data']) : r['data']
+      ended.set(r['call_id'], [...(ended.get(r['call_id']) ?? []), data])
+    }
+  }
+  const minutes = new Map<string, number[]>()
+  for (const r of await pool.any(sql.unsafe`
+    SELECT dedupe_key, quantity::float8 AS q FROM billing_events WHERE dedupe_key = ANY(${sql.array(callIds.map(id => `call_minute:${id}`), 'text')})`) as readonly Record<string, any>[]) {
+    const id = String(r['dedupe_key']).slice('call_minute:'.length)
+    minutes.set(id, [...(minutes.get(id) ?? []), Number(r['q'])])
+  }
+  const sessions = new Map<string, { records: number; callCount: number }>()
+  for (const r of await pool.any(sql.unsafe`
+    SELECT s.id, s.call_count, (SELECT count(*) FROM call_records c WHERE c.session_id = s.id)::int AS records
+    FROM sessions s WHERE s.id = ANY(${sql.array([...sessionIds], 'uuid')})`) as readonly Record<string, any>[]) {
+    sessions.set(r['id'], { records: Number(r['records']), callCount: Number(r['call_count']) })
+  }
+  return { records, events, ended, minutes, sessions }
+}
+
+/**
+ * Everything that differs from: each call has exactly one record, COMPLETED with the duration
+ * sent; exactly one of each of `eventTypes` (call.ended saying COMPLETED and that duration); one
+ * call_minute row of ceil(duration / 60); each session holds exactly its calls' records and its
+ * call_count says so. One line per problem, grouped by kind, the first few examples each.
+ */
+export function callProblems(f: CallFacts, calls: readonly WalkedCall[], eventTypes: readonly string[]): string[] {
+  const kinds = new Map<string, string[]>()
+  const add = (kind: string, example: string) => { const a = kinds.get(kind); if (a) a.push(example); else kinds.set(kind, [example]) }
+  for (const c of calls) {
+    const r = f.records.get(c.callId)
+    if (!r) add('no call record', c.callId)
+    else {
+      if (r.status !== 'COMPLETED') add(`record ${r.status}, not COMPLETED`, c.callId)
+      else if (r.durationSeconds !== c.durationSeconds) add('record COMPLETED with another duration', `${c.callId}: ${r.durationSeconds} s, sent ${c.durationSeconds} s`)
+      if (r.sessionId !== c.sessionId) add('record on another session', c.callId)
+    }
+    const ev = f.events.get(c.callId) ?? new Map<string, number>()
+    for (const type of eventTypes) {
+      const n = ev.get(type) ?? 0
+      if (n !== 1) add(`${n} × ${type} (want 1)`, c.callId)
+    }
+    for (const [type, n] of ev) if (!eventTypes.includes(type)) add(`${n} × ${type} (want none)`, c.callId)
+    const ended = f.ended.get(c.callId) ?? []
+    if (ended.length === 1 && (ended[0]!['status'] !== 'COMPLETED' || ended[0]!['durationSeconds'] !== c.durationSeconds)) {
+      add('call.ended does not say COMPLETED with the duration sent', `${c.callId}: ${JSON.stringify({ status: ended[0]!['status'], durationSeconds: ended[0]!['durationSeconds'] })}, sent ${c.durationSeconds} s`)
+    }
+    const minutes = f.minutes.get(c.callId) ?? []
+    const want = Math.ceil(c.durationSeconds / 60)
+    if (minutes.length !== 1) add(`${minutes.length} call_minute rows (want 1)`, c.callId)
+    else if (minutes[0] !== want) add('call_minute of another quantity', `${c.callId}: ${minutes[0]}, want ${want}`)
+  }
+  const perSession = new Map<string, number>()
+  for (const c of calls) perSession.set(c.sessionId, (perSession.get(c.sessionId) ?? 0) + 1)
+  for (const [id, n] of perSession) {
+    const s = f.sessions.get(id)
+    if (!s) { add('session missing', id); continue }
+    if (s.records !== n) add('session holds another number of call records than calls were made', `${id}: ${s.records} records, ${n} calls`)
+    if (s.callCount !== s.records) add('sessions.call_count differs from its call records', `${id}: call_count ${s.callCount}, ${s.records} records`)
+  }
+  return [...kinds].map(([kind, ex]) => `${ex.length} × ${kind}: ${ex.slice(0, 4).join('; ')}${ex.length > 4 ? ' …' : ''}`)
+}
