@@ -2,11 +2,15 @@
 //
 // - `+` is a space, `%XX` is percent-decoding of UTF-8. Malformed input (a bad escape, an escape
 //   that is not valid UTF-8, too many fields) gives `null`, never a throw: the caller answers 400.
+// - So does text that must not reach a statement (issue 19): a body that is not UTF-8, or a NUL,
+//   raw or `%00`. Postgres refuses NUL in text; a provider never sends one.
 // - Duplicate names: the FIRST value wins in the object form. Provider callbacks never repeat a
 //   name, so a repeat is either noise or an attempt to shadow a field; taking the first keeps the
 //   value the provider put first. The signature check does not use the object: it signs every
 //   pair (formPairs + canonicalFormString), so duplicates cannot slip past it.
 // - The object has no prototype, so `__proto__` or `constructor` are plain keys.
+
+import { isUtf8 } from '../text-guard.js'
 
 export type FormFields = Record<string, string>
 export type FormPair = readonly [name: string, value: string]
@@ -21,20 +25,23 @@ function decodeComponent(s: string): string | null {
   if (plus !== -1) s = s.replaceAll('+', ' ')
   if (pct === -1) return s
   try {
-    return decodeURIComponent(s)
+    const decoded = decodeURIComponent(s)
+    return decoded.indexOf('\0') === -1 ? decoded : null
   } catch {
     return null
   }
 }
 
-function bodyText(body: Buffer | string): string {
-  return typeof body === 'string' ? body : body.toString('utf8')
+function bodyText(body: Buffer | string): string | null {
+  const text = typeof body === 'string' ? body : isUtf8(body) ? body.toString('utf8') : null
+  return text === null || text.indexOf('\0') !== -1 ? null : text
 }
 
 /** Every name/value pair in order; `null` when malformed. Empty segments (`a=1&&b=2`) and pairs
  * with an empty name are skipped; a name without `=` has the value `''`. */
 export function formPairs(body: Buffer | string, maxFields = MAX_FORM_FIELDS): FormPair[] | null {
   const text = bodyText(body)
+  if (text === null) return null
   const pairs: FormPair[] = []
   const len = text.length
   let start = 0

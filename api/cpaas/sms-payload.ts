@@ -4,6 +4,7 @@
 // into an error.
 import type { SmsStatus } from '../../engine/types.js'
 import { parseForm } from './form.js'
+import { hasUncleanText, hasUnicodeEscape, isUtf8 } from '../text-guard.js'
 
 export type SmsCallback =
   | { kind: 'inbound'; messageId: string; from: string; to: string; text: string }
@@ -92,12 +93,16 @@ export function normalizeFormSms(form: Readonly<Record<string, string>>): SmsCal
 export function parseSmsCallback(contentType: string | undefined, rawBody: Buffer | string): SmsCallback {
   const ct = (contentType ?? '').toLowerCase()
   if (ct.includes('json')) {
+    // Issue 19: not UTF-8, or a NUL / lone surrogate in any string, is refused like bad JSON.
+    if (typeof rawBody !== 'string' && !isUtf8(rawBody)) return INVALID
     let parsed: unknown
     try {
       parsed = JSON.parse(typeof rawBody === 'string' ? rawBody : rawBody.toString('utf8'))
     } catch {
       return INVALID
     }
+    // Only a `\u` escape can put a NUL or a lone surrogate into valid UTF-8 JSON: walk only then.
+    if ((typeof rawBody === 'string' || hasUnicodeEscape(rawBody)) && hasUncleanText(parsed)) return INVALID
     return normalizeTelnyxSms(parsed)
   }
   const form = parseForm(rawBody)

@@ -10,7 +10,8 @@ import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/prob
 import { rateLimitHeaders, rateLimiterOf, WINDOW_MS, type RateDecision, type RateLimiter } from '../../api/rate-limit/limiter.js'
 import { ApiProblem, type ApiReply, type ApiRequest, type AuthContext, type RouteDef } from '../../api/route.js'
 import type { Services } from '../../api/services.js'
-import { BodyAborted, readBody } from './body.js'
+import { hasUnicodeEscape, isUtf8, uncleanTextAt, UNCLEAN_TEXT_DETAIL } from '../../api/text-guard.js'
+import { BodyAborted, BodyTooLarge, DRAIN_LIMIT, jsonNestsDeeper, MAX_JSON_DEPTH, readBody } from './body.js'
 import { capture, type Captured } from './capture.js'
 import { compileRoute, type CompiledRoute } from './compile.js'
 import { parseQuery } from './query.js'
@@ -123,7 +124,9 @@ function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpReque
   }
   const declared = c.headers['content-length']
   if (declared !== undefined && Number(declared) > r.bodyLimit) {
-    finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, true)
+    // Answered before reading (issue 19). uWS then reads and drops the declared body and the
+    // connection stays usable; past DRAIN_LIMIT it is closed instead (bounded work).
+    finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, Number(declared) > DRAIN_LIMIT)
     return
   }
   readBody(res, r.bodyLimit, abort => { c.abortBody = abort }).then(
@@ -134,8 +137,8 @@ function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpReque
     err => {
       // 499 (nginx's "client closed request"): logged, nothing is sent.
       if (err instanceof BodyAborted) return finish(env, r.def.path, res, c, { status: 499, contentType: null, body: null, headers: [] }, null)
-      // Over the cap: answer 413 and close; the rest of the body is not read.
-      finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, true)
+      // Over the cap: 413 once the rest was read and dropped (readBody), or closing past DRAIN_LIMIT.
+      finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, !(err instanceof BodyTooLarge && err.drained))
     },
   )
 }
@@ -191,11 +194,16 @@ function buildRequest(env: Env, r: CompiledRoute, c: Captured, raw: Buffer | nul
     if (raw.length > 0 && !isJson(ct)) throw new ApiProblem('unsupported-media-type', 'Send the body as application/json')
     if (raw.length === 0) body = {}
     else {
+      // Issue 19: nesting bounded before parsing; NUL, lone surrogates, invalid UTF-8 refused.
+      if (jsonNestsDeeper(raw)) throw new ApiProblem(slug, `The body nests deeper than ${MAX_JSON_DEPTH} levels`)
+      if (!isUtf8(raw)) throw uncleanText(slug, 'body')
       try {
         body = JSON.parse(raw.toString('utf8'))
       } catch {
         throw new ApiProblem(slug, 'The body is not valid JSON')
       }
+      const at = hasUnicodeEscape(raw) ? uncleanTextAt(body) : null
+      if (at !== null) throw uncleanText(slug, at || 'body')
     }
     if (!r.validateBody(body)) issues.push(...toFieldIssues(r.validateBody.errors, 'body'))
   }
@@ -222,6 +230,10 @@ function buildRequest(env: Env, r: CompiledRoute, c: Captured, raw: Buffer | nul
     services: env.services,
     requestId: `${env.nodeId}-${(++seq).toString(36)}`,
   }
+}
+
+function uncleanText(slug: 'validation' | 'validation-error', field: string): ApiProblem {
+  return new ApiProblem(slug, UNCLEAN_TEXT_DETAIL, { errors: [{ field, issue: 'invalid_text' }] })
 }
 
 function isJson(ct: string | undefined): boolean {

@@ -1,14 +1,22 @@
 // Request body through `onData` with a byte cap (STYLE 6). uWS hands out chunks that are only
-// valid during the callback, so each one is copied. Over the cap the caller answers 413 and
-// closes the connection; whatever else arrives is ignored.
+// valid during the callback, so each one is copied. Over the cap the rest is read and dropped,
+// up to DRAIN_LIMIT, before the caller answers 413 (issue 19): closing a socket with unread data
+// makes the kernel reset it, and the client then loses the answer (EPIPE, ECONNRESET). Past
+// DRAIN_LIMIT the caller closes anyway: the work stays bounded.
 import type { HttpResponse } from 'uWebSockets.js'
 
 export const DEFAULT_BODY_LIMIT = 16 * 1024
 
+/** Bytes of an over-large body read and dropped so that the 413 reaches the client. */
+export const DRAIN_LIMIT = 16 * 1024 * 1024
+
 export class BodyTooLarge extends Error {
-  constructor() {
+  /** The whole body was read (dropped): the connection can carry the 413 and stay open. */
+  readonly drained: boolean
+  constructor(drained: boolean) {
     super('body over the limit')
     this.name = 'BodyTooLarge'
+    this.drained = drained
   }
 }
 
@@ -33,11 +41,10 @@ export function readBody(res: HttpResponse, limit: number, onAbort: (abort: () =
     let size = 0
     let over = false
     res.onData((ab, isLast) => {
-      if (over) return
       size += ab.byteLength
-      if (size > limit) {
-        over = true
-        reject(new BodyTooLarge())
+      if (over || size > limit) {
+        if (!over) { over = true; first = null; chunks = null }
+        if (isLast || size > DRAIN_LIMIT) reject(new BodyTooLarge(isLast))
         return
       }
       if (isLast && first === null && chunks === null) {
@@ -51,4 +58,45 @@ export function readBody(res: HttpResponse, limit: number, onAbort: (abort: () =
       if (isLast) resolve(chunks ? Buffer.concat(chunks, size) : first)
     })
   })
+}
+
+/**
+ * Nesting bound of JSON bodies, checked on the raw bytes before JSON.parse (issue 19): an
+ * 8,000-level array (16 KiB) passed the parser but not what came after it (validation, jsonb).
+ * No body of the API nests deeper than a few levels; free-form objects (pushConfig) get 32.
+ */
+export const MAX_JSON_DEPTH = 32
+
+const OPEN_ARRAY = 0x5b, OPEN_OBJECT = 0x7b, CLOSE_ARRAY = 0x5d, CLOSE_OBJECT = 0x7d, QUOTE = 0x22, BACKSLASH = 0x5c
+
+/**
+ * True when brackets outside strings nest deeper than `max`. Bodies with at most `max` opening
+ * brackets in all (nearly every body) are settled by two native indexOf walks; only the rest are
+ * scanned byte by byte.
+ */
+export function jsonNestsDeeper(raw: Buffer, max = MAX_JSON_DEPTH): boolean {
+  if (raw.length <= max) return false
+  let opening = 0
+  for (const b of [OPEN_ARRAY, OPEN_OBJECT]) {
+    for (let i = raw.indexOf(b); i !== -1 && opening <= max; i = raw.indexOf(b, i + 1)) opening++
+  }
+  if (opening <= max) return false
+  let depth = 0
+  const n = raw.length
+  for (let i = 0; i < n; i++) {
+    const c = raw[i]!
+    if (c === QUOTE) {
+      // Skip the string: to the next quote not escaped by a backslash.
+      for (i++; i < n; i++) {
+        const d = raw[i]!
+        if (d === BACKSLASH) i++
+        else if (d === QUOTE) break
+      }
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > max) return true
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      depth--
+    }
+  }
+  return false
 }

@@ -35,9 +35,11 @@ export function capture(res: HttpResponse, req: HttpRequest, paramNames: readonl
   }
 }
 
+/** A bad escape, or one decoding to NUL (issue 19), stays as sent: `%00` never reaches a statement. */
 function safeDecode(s: string): string {
   try {
-    return decodeURIComponent(s)
+    const decoded = decodeURIComponent(s)
+    return decoded.indexOf('\0') === -1 ? decoded : s
   } catch {
     return s
   }

@@ -1,6 +1,7 @@
 // Query strings → object for the query validator. A repeated name becomes an array (Ajv's
 // `coerceTypes: 'array'` turns a single value into a one-item array where a schema wants one).
-// A malformed escape gives null: the caller answers 400. `+` stays a plus (RFC 3986, not form
+// A malformed escape gives null: the caller answers 400; so does a NUL (issue 19: Postgres
+// refuses it in text; decodeURIComponent already refuses escapes that are not UTF-8). `+` stays a plus (RFC 3986, not form
 // encoding): `?userPhone=+12025550123` written by hand must reach the validator as E.164.
 
 export function parseQuery(raw: string): Record<string, string | string[]> | null {
@@ -22,9 +23,10 @@ export function parseQuery(raw: string): Record<string, string | string[]> | nul
 }
 
 function decode(s: string): string | null {
-  if (!s.includes('%')) return s
+  if (!s.includes('%')) return s.indexOf('\0') === -1 ? s : null
   try {
-    return decodeURIComponent(s)
+    const decoded = decodeURIComponent(s)
+    return decoded.indexOf('\0') === -1 ? decoded : null
   } catch {
     return null
   }

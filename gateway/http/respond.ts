@@ -33,7 +33,11 @@ export function send(res: HttpResponse, out: Outgoing): void {
     res.writeStatus(statusLine(out.status))
     if (out.contentType && out.body !== null) res.writeHeader('content-type', out.contentType)
     for (const h of out.headers) if (h) for (const k in h) res.writeHeader(k, h[k]!)
-    if (out.status === 204 || out.status === 304) res.endWithoutBody(undefined, out.close)
-    else res.end(out.body ?? '', out.close)
+    // No body and no Content-Length (RFC 9110 8.6). endWithoutBody(undefined) wrote a bogus
+    // length (2^63) and left the connection unusable for the next request (issue 19).
+    if (out.status === 204 || out.status === 304) {
+      if (out.close) res.endWithoutBody(0, true)
+      else res.endWithoutBody()
+    } else res.end(out.body ?? '', out.close)
   })
 }

@@ -98,7 +98,11 @@ function compileObject(obj: NonNullable<ReturnType<typeof objectParts>>, check: 
         for (const p of patterns) {
           if (!p.re.test(k)) continue
           const picked = p.pick(src[k])
-          if (picked !== undefined) out[k] = picked
+          if (picked === undefined) break
+          // A `__proto__` key is data (JSON.parse makes it an own property); assigning it would
+          // set the prototype instead and drop it from the answer (issue 19).
+          if (k === '__proto__') Object.defineProperty(out, k, { value: picked, enumerable: true, writable: true, configurable: true })
+          else out[k] = picked
           break
         }
       }
