@@ -3,6 +3,9 @@
 // source of truth) and fan the event out to their own WebSocket clients. Messages carry ids and
 // event envelopes only, never a phone number, so Redis never holds one.
 // Without REDIS_URL there is a single node and the in-process bus delivers nothing to anyone.
+// Redis going away never blocks or fails the request path (issue 18): publish() only queues, both
+// connections reconnect by themselves, and errors are reported at most once a second per kind.
+// Messages of the outage are lost on the bus (Postgres keeps them).
 import { Redis } from 'ioredis'
 import type { EventEnvelope } from '../api/event-envelope.js'
 
@@ -32,14 +35,27 @@ export function createInProcessBus(): Bus {
 
 const STREAM = 'maskline:bus'
 const MAXLEN = 100_000
+/** Reconnect attempts at most this far apart, so the bus resumes soon after Redis returns. */
+const RECONNECT_MAX_MS = 1_000
+const REPORT_EVERY_MS = 1_000
 
 export function createRedisBus(opts: { url: string; nodeId: string; onError: (code: string) => void; stream?: string }): Bus {
   const stream = opts.stream ?? STREAM
-  // Separate connections: XREAD BLOCK holds its connection.
-  const pub = new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true })
-  const sub = new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: null })
-  pub.on('error', () => opts.onError('redis-pub'))
-  sub.on('error', () => opts.onError('redis-sub'))
+  const retryStrategy = (n: number) => Math.min(n * 100, RECONNECT_MAX_MS)
+  // One report per kind per second: an outage must not log a line per publish or reconnect.
+  const reported = new Map<string, number>()
+  const onError = (code: string) => {
+    const t = performance.now()
+    if (t - (reported.get(code) ?? -Infinity) < REPORT_EVERY_MS) return
+    reported.set(code, t)
+    opts.onError(code)
+  }
+  // Separate connections: XREAD BLOCK holds its connection. The publisher's offline queue carries
+  // a short blip; after 3 failed reconnects it is flushed (the publishes are dropped), so it stays small.
+  const pub = new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true, retryStrategy })
+  const sub = new Redis(opts.url, { lazyConnect: false, maxRetriesPerRequest: null, retryStrategy })
+  pub.on('error', () => onError('redis-pub'))
+  sub.on('error', () => onError('redis-sub'))
   const handlers: Array<(m: BusMessage) => void> = []
   let closed = false
   let pending: string[] = []
@@ -51,7 +67,7 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
     pending = []
     const p = pub.pipeline()
     for (const body of batch) p.xadd(stream, 'MAXLEN', '~', String(MAXLEN), '*', 'n', opts.nodeId, 'm', body)
-    p.exec().catch(() => opts.onError('redis-publish'))
+    p.exec().catch(() => onError('redis-publish'))
   }
 
   async function readLoop() {
@@ -72,7 +88,7 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
         }
       } catch {
         if (closed) return
-        opts.onError('redis-read')
+        onError('redis-read')
         await new Promise(r => setTimeout(r, 500))
       }
     }
@@ -88,13 +104,15 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
     },
     onMessage(h) { handlers.push(h) },
     async ping() {
+      if (pub.status !== 'ready') return 'down' // never wait for a reconnect
       try { return (await pub.ping()) === 'PONG' ? 'ok' : 'down' } catch { return 'down' }
     },
     async close() {
       closed = true
       if (pending.length) flush()
       sub.disconnect()
-      await pub.quit().catch(() => pub.disconnect())
+      if (pub.status === 'ready') await pub.quit().catch(() => pub.disconnect())
+      else pub.disconnect()
     },
   }
 }

@@ -112,9 +112,22 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     closers.push(() => bus.close())
     let redis: Redis | null = null
     if (cfg.redisUrl) {
-      redis = new Redis(cfg.redisUrl, { maxRetriesPerRequest: 2 })
-      redis.on('error', () => log.warn({ component: 'redis', code: 'redis-error' }, 'recoverable error'))
-      closers.push(() => redis!.quit().catch(() => redis!.disconnect()))
+      // The request path's connection (rate limits, health): no offline queue, so a Redis outage
+      // costs a request milliseconds, never a wait for the reconnect (a request waits at most
+      // LIMITER_TIMEOUT_MS, see api/rate-limit/limiter.ts; commandTimeout only bounds what a dead
+      // connection holds); reconnects at most 1 s apart (issue 18).
+      const r = redis = new Redis(cfg.redisUrl, { enableOfflineQueue: false, commandTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: n => Math.min(n * 100, 1_000) })
+      r.on('error', () => log.warn({ component: 'redis', code: 'redis-error' }, 'recoverable error'))
+      closers.push(() => (r.status === 'ready' ? r.quit().then(() => {}, () => r.disconnect()) : r.disconnect()))
+      // Boot gives the first connection a moment (the first requests then get real decisions); it
+      // never waits for Redis itself.
+      if (r.status !== 'ready') {
+        await new Promise<void>(resolve => {
+          const done = () => { clearTimeout(timer); r.off('ready', done).off('error', done); resolve() }
+          const timer = setTimeout(done, 1_000)
+          r.once('ready', done).once('error', done)
+        })
+      }
     }
 
     let stream: Stream | null = null

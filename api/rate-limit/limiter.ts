@@ -17,6 +17,12 @@ export interface RateDecision {
   remaining: number
   /** Epoch ms when the oldest request in the window ages out. */
   resetAt: number
+  /**
+   * The limiter could not decide (Redis unreachable or too slow, see rateLimiterOf): `allowed` is
+   * true and no headers are sent, so the tenant limit fails open; the credential throttles of
+   * api/routes/auth.ts must check this and refuse (fail closed).
+   */
+  unavailable?: true
 }
 
 export interface RateLimiter {
@@ -26,6 +32,7 @@ export interface RateLimiter {
 
 /** The headers of spec 8.3, on every response of a rate-limited route; Retry-After on refusals. */
 export function rateLimitHeaders(d: RateDecision, now: number): Record<string, string> {
+  if (d.unavailable) return {} // no decision, nothing to tell
   const h: Record<string, string> = {
     'x-ratelimit-limit': String(d.limit),
     'x-ratelimit-remaining': String(d.remaining),
@@ -36,15 +43,90 @@ export function rateLimitHeaders(d: RateDecision, now: number): Record<string, s
   return h
 }
 
-const byServices = new WeakMap<object, RateLimiter>()
+/**
+ * How long a request waits for a shared limiter's answer (issue 18): past it the limiter counts as
+ * unavailable. A Redis round trip on a healthy network takes well under a millisecond; the margin
+ * is for a busy machine.
+ */
+export const LIMITER_TIMEOUT_MS = 100
+/** At most one warning line per this many ms while the limiter keeps failing (with a count). */
+const WARN_EVERY_MS = 1_000
 
-/** `services.rateLimiter` when the composition root set one (Redis), else one in-memory limiter per Services. */
+const byServices = new WeakMap<object, { source: RateLimiter | undefined; limiter: RateLimiter }>()
+
+/**
+ * `services.rateLimiter` when the composition root set one (Redis), else one in-memory limiter per
+ * Services. The shared one is guarded: a throw, a rejection or no answer within
+ * LIMITER_TIMEOUT_MS becomes an `unavailable` decision, never an error or a wait.
+ */
 export function rateLimiterOf(services: Services): RateLimiter {
-  if (services.rateLimiter) return services.rateLimiter
-  let l = byServices.get(services)
-  if (!l) {
-    l = createMemoryRateLimiter({ now: () => services.now() })
-    byServices.set(services, l)
+  const source = services.rateLimiter
+  const known = byServices.get(services)
+  if (known && known.source === source) return known.limiter
+  const limiter = source ? guardLimiter(source, services) : createMemoryRateLimiter({ now: () => services.now() })
+  byServices.set(services, { source, limiter })
+  return limiter
+}
+
+function guardLimiter(inner: RateLimiter, services: Services): RateLimiter {
+  let undecided = 0 // since the last warning line
+  let failing = false
+  let lastWarn = -Infinity
+
+  function unavailable(err: unknown, limit: number): RateDecision {
+    undecided++
+    failing = true
+    const t = performance.now()
+    if (t - lastWarn >= WARN_EVERY_MS) {
+      services.log.warn({ code: 'rate-limiter', error: err, undecided }, 'rate limiter unavailable; tenant requests admitted, credential exchanges refused')
+      lastWarn = t
+      undecided = 0
+    }
+    return { allowed: true, limit, remaining: limit, resetAt: services.now(), unavailable: true }
   }
-  return l
+  function decided(d: RateDecision): RateDecision {
+    if (failing) {
+      services.log.info({ code: 'rate-limiter-back', undecided }, 'rate limiter available again')
+      failing = false
+      undecided = 0
+      lastWarn = -Infinity
+    }
+    return d
+  }
+
+  return {
+    hit(key, limit, windowMs) {
+      let r: Promise<RateDecision> | RateDecision
+      try {
+        r = inner.hit(key, limit, windowMs)
+      } catch (err) {
+        return unavailable(err, limit)
+      }
+      if (typeof (r as Promise<RateDecision>).then !== 'function') return decided(r as RateDecision)
+      const pending = r as Promise<RateDecision>
+      return new Promise<RateDecision>(resolve => {
+        let settled = false
+        // After a blocked event loop the timer runs before the socket is read: one more turn
+        // (setImmediate runs after the poll phase) lets an answer already received win.
+        const timer = setTimeout(() => setImmediate(() => {
+          if (settled) return
+          settled = true
+          resolve(unavailable(new LimiterTimeout(), limit))
+        }), LIMITER_TIMEOUT_MS)
+        // Both outcomes are handled, also after the timeout: a late rejection is never unhandled.
+        pending.then(
+          d => { if (!settled) { settled = true; clearTimeout(timer); resolve(decided(d)) } },
+          err => { if (!settled) { settled = true; clearTimeout(timer); resolve(unavailable(err, limit)) } },
+        )
+      })
+    },
+    ...(inner.close ? { close: () => inner.close!() } : {}),
+  }
+}
+
+class LimiterTimeout extends Error {
+  constructor() {
+    super(`no answer from the rate limiter within ${LIMITER_TIMEOUT_MS} ms`)
+    this.name = 'LimiterTimeout'
+  }
 }

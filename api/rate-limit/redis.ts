@@ -2,6 +2,9 @@
 // in a single Lua script, so concurrent requests on several nodes cannot both take the last slot.
 // Time comes from the caller (an injectable clock; nodes are NTP-synchronised). Keys expire
 // with the window, so idle tenants leave nothing behind.
+// Give it a connection without an offline queue (gateway/service.ts): while Redis is unreachable
+// a command then fails at once instead of waiting for the reconnect, and rateLimiterOf
+// (limiter.ts) turns failures and slow answers into an `unavailable` decision (issue 18).
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { RateDecision, RateLimiter } from './limiter.js'

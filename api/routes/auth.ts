@@ -39,9 +39,18 @@ const LoginReply = Type.Object({
 
 const RotateReply = Type.Object({ apiKey: Type.String(), apiSecret: Type.String() })
 
-/** A per-key or per-IP throttle of spec 8.4; its headers go on every answer of the route. */
+/** Retry-After of a throttle that cannot decide: about how long Redis takes to be reconnected. */
+const THROTTLE_DOWN_RETRY_AFTER_S = 2
+
+/**
+ * A per-key or per-IP throttle of spec 8.4; its headers go on every answer of the route. It fails
+ * closed: when the limiter cannot decide (Redis down), 503 + Retry-After, at once.
+ */
 async function throttle(services: Services, key: string, limit: number): Promise<Record<string, string>> {
   const d = await rateLimiterOf(services).hit(key, limit, WINDOW_MS)
+  if (d.unavailable) {
+    throw new ApiProblem('unavailable', 'Attempts cannot be counted right now; retry shortly', { headers: { 'retry-after': String(THROTTLE_DOWN_RETRY_AFTER_S) } })
+  }
   const headers = rateLimitHeaders(d, services.now())
   if (!d.allowed) throw new ApiProblem('rate-limit', `At most ${limit} attempts per minute`, { headers })
   return headers
@@ -50,7 +59,7 @@ async function throttle(services: Services, key: string, limit: number): Promise
 export const authRoutes: RouteDef[] = [
   route({
     method: 'POST', path: '/v1/auth/token', auth: 'none', summary: 'Trade an API key and secret for a 15-minute tenant token',
-    body: TokenBody, response: { 200: TokenReply }, problems: ['validation', 'unauthorized', 'forbidden', 'rate-limit'],
+    body: TokenBody, response: { 200: TokenReply }, problems: ['validation', 'unauthorized', 'forbidden', 'rate-limit', 'unavailable'],
     async handler(req) {
       const s = req.services
       const keyHash = apiKeyHash(req.body.apiKey)
@@ -90,7 +99,7 @@ export const authRoutes: RouteDef[] = [
   }),
   route({
     method: 'POST', path: '/v1/auth/dashboard/login', auth: 'none', summary: 'Trade email and password for a 24-hour dashboard token',
-    body: LoginBody, response: { 200: LoginReply }, problems: ['validation', 'unauthorized', 'forbidden', 'rate-limit'],
+    body: LoginBody, response: { 200: LoginReply }, problems: ['validation', 'unauthorized', 'forbidden', 'rate-limit', 'unavailable'],
     async handler(req) {
       const s = req.services
       const limits = await throttle(s, `login:${req.ip}`, LOGIN_LIMIT_PER_IP)

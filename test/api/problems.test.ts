@@ -25,11 +25,11 @@ t.test('every spec 7 row is in the catalog with its status', async t => {
 })
 
 t.test('every catalog slug is a spec 7 row or one of the HTTP-level extensions', async t => {
-  const extensions = ['method-not-allowed', 'payload-too-large', 'unsupported-media-type']
+  const extensions = ['method-not-allowed', 'payload-too-large', 'unsupported-media-type', 'unavailable']
   t.same(Object.keys(problems).filter(s => !fixture.has(s)).sort(), extensions.sort())
   t.same([...SPEC_SLUGS].sort(), [...fixture.keys()].sort())
   t.same(Object.fromEntries(extensions.map(s => [s, problems[s as ProblemSlug].status])), {
-    'method-not-allowed': 405, 'payload-too-large': 413, 'unsupported-media-type': 415,
+    'method-not-allowed': 405, 'payload-too-large': 413, 'unsupported-media-type': 415, unavailable: 503,
   })
 })
 

@@ -134,5 +134,5 @@ t.test('the tenant limiter failing admits the request (logged); the credential t
   t.equal(r.headers.get('x-ratelimit-limit'), null, 'no headers without a decision')
   t.match(api.logLines().find(l => l.code === 'rate-limiter'), { level: 40, error: { type: 'Error' } })
   const token = await api.post('/v1/auth/token', { body: { apiKey: signup.body.apiKey, apiSecret: signup.body.apiSecret } })
-  t.equal(token.status, 500, 'the token exchange does not run unthrottled')
+  t.same([token.status, token.body.type, token.headers.get('retry-after')], [503, problem('unavailable', 503).type, '2'], 'the token exchange does not run unthrottled')
 })
