@@ -7,6 +7,7 @@ import { authenticatorOf } from '../auth/authenticate.js'
 import { route, ApiProblem, type RouteDef } from '../route.js'
 import { ConsentMode, E164 as E164Schema, ExpiredCallBehavior, HttpUrl, Nullable, TenantView } from '../schemas/common.js'
 import type { Services } from '../services.js'
+import { checkTenantWebhookUrl } from '../webhook-target.js'
 
 // Unknown fields are ignored: a dashboard may send back the whole tenant object.
 const ConfigPatch = Type.Object({
@@ -61,9 +62,8 @@ export const configRoutes: RouteDef[] = [
     async handler(req) {
       const s = req.services
       const patch = req.body as TenantPatch
-      if (typeof patch.webhookUrl === 'string' && !s.config.webhookAllowInsecure && !patch.webhookUrl.startsWith('https://')) {
-        throw new ApiProblem('validation-error', 'The webhook URL must use https', { errors: [{ field: 'webhookUrl', issue: 'insecure_url' }] })
-      }
+      // The same check as POST /v1/webhooks (issue 19): refused now, not at delivery.
+      if (typeof patch.webhookUrl === 'string') await checkTenantWebhookUrl(s, patch.webhookUrl, { slug: 'validation-error', field: 'webhookUrl' })
       const r = await updateTenant(s.db, req.auth!.tenantId, patch)
       if (r === 'r-rec') {
         // R-REC: recording may not be enabled with consent disabled.

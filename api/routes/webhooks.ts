@@ -1,6 +1,5 @@
 // Spec 4.9: the tenant's webhook (one per tenant), its test event and its delivery log.
 // Delivery itself is gateway/webhooks/dispatcher.ts, from the outbox.
-import { lookup } from 'node:dns/promises'
 import { Type } from '@sinclair/typebox'
 import { route, ApiProblem, type ApiRequest, type RouteDef } from '../route.js'
 import { Envelope, Nullable, PageQuery, StringEnum, Timestamp } from '../schemas/common.js'
@@ -13,7 +12,7 @@ import {
 } from '../../sql/webhooks.js'
 import { sqlStateOf } from '../../sql/errors.js'
 import { insertOutbox } from '../../sql/outbox.js'
-import { checkWebhookUrl, isPublicAddress, type UrlRefusal } from '../../gateway/webhooks/ssrf.js'
+import { checkTenantWebhookUrl } from '../webhook-target.js'
 import { generateSecret } from '../../gateway/webhooks/signing.js'
 
 export const RegisterWebhookBody = Type.Object({
@@ -68,13 +67,6 @@ export const WebhookLogsQuery = Type.Object(PageQuery(50, 200))
 /** A fictional number (NANP 555-01XX, reserved for drama) so the test event carries no real one. */
 const TEST_PROXY_NUMBER = '+15555550100'
 
-const URL_ISSUES: Record<UrlRefusal, string> = {
-  'invalid-url': 'invalid_url',
-  'insecure-scheme': 'https_required',
-  'credentials-in-url': 'credentials_not_allowed',
-  'blocked-address': 'non_public_address',
-}
-
 const ciphers = new WeakMap<Buffer, SecretCipher>()
 function cipherOf(s: Services): SecretCipher {
   let c = ciphers.get(s.phoneKey)
@@ -89,23 +81,6 @@ function wakeDispatcher(s: Services): void {
 
 const tenantOf = (req: ApiRequest): string => req.auth!.tenantId
 
-/**
- * Early feedback for the tenant: a host that resolves to a private address now is refused now.
- * A host that does not resolve is accepted (DNS may be down, or the record not yet published);
- * the guard that matters runs on every connection (gateway/webhooks/ssrf.ts pinnedLookup).
- */
-async function resolvesPrivate(hostname: string): Promise<boolean> {
-  try {
-    const addrs = await Promise.race([
-      lookup(hostname, { all: true }),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 2_000).unref()),
-    ])
-    return addrs.some(a => !isPublicAddress(a.address))
-  } catch {
-    return false
-  }
-}
-
 export const webhookRoutes: RouteDef[] = [
   route({
     method: 'POST', path: '/v1/webhooks', auth: 'tenant', summary: 'Register (or replace) the webhook',
@@ -113,22 +88,11 @@ export const webhookRoutes: RouteDef[] = [
     problems: ['validation', 'unauthorized', 'forbidden', 'rate-limit', 'not-found'],
     async handler(req) {
       const s = req.services
-      const allowInsecure = s.config.webhookAllowInsecure
-      const checked = checkWebhookUrl(req.body.url, { allowInsecure })
-      if (!checked.ok) {
-        throw new ApiProblem('validation', 'url must be an https URL of a public host', {
-          errors: [{ field: 'url', issue: URL_ISSUES[checked.reason] }],
-        })
-      }
-      if (!allowInsecure && await resolvesPrivate(checked.url.hostname)) {
-        throw new ApiProblem('validation', 'url must be an https URL of a public host', {
-          errors: [{ field: 'url', issue: URL_ISSUES['blocked-address'] }],
-        })
-      }
+      const target = await checkTenantWebhookUrl(s, req.body.url, { slug: 'validation', field: 'url' })
       const tenantId = tenantOf(req)
       const events = [...new Set(req.body.events)]
       const secret = generateSecret()
-      const url = checked.url.href
+      const url = target.href
       try {
         await putWebhookConfig(s.db, { tenantId, url, events, secretEnc: cipherOf(s).encrypt(secret), now: s.now() })
       } catch (err) {

@@ -69,7 +69,7 @@ t.test('PATCH /v1/config: validation-error, R-REC included', async t => {
   await invalid({ supportPhone: '555-0100' }, [{ field: 'supportPhone', issue: 'invalid_format' }])
   await invalid({ webhookUrl: 'ftp://x.example' }, [{ field: 'webhookUrl', issue: 'invalid_format' }])
   await invalid({ pushConfig: null, recordingEnabled: 'yes' }, [{ field: 'recordingEnabled', issue: 'invalid_type' }, { field: 'pushConfig', issue: 'invalid_type' }])
-  await invalid({ webhookUrl: 'http://hooks.acme.example' }, [{ field: 'webhookUrl', issue: 'insecure_url' }], 'The webhook URL must use https')
+  await invalid({ webhookUrl: 'http://hooks.acme.example' }, [{ field: 'webhookUrl', issue: 'https_required' }], 'webhookUrl must be an https URL of a public host')
   const rrec = 'Recording cannot be enabled with recordingConsentMode NONE'
   await invalid({ recordingEnabled: true, recordingConsentMode: 'NONE' }, [{ field: 'recordingConsentMode', issue: 'invalid_combination' }], rrec)
   // R-REC holds against the stored values too, in both directions.
