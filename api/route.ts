@@ -36,7 +36,8 @@ export interface ApiRequest<B = any, Q = any, P = any> {
   ip: string
   auth: AuthContext | null
   services: Services
-  requestId: string
+  /** The form fields of a `form` route's body, parsed once by the pipeline; null when malformed. */
+  form: Record<string, string> | null
 }
 
 export interface ApiReply {
@@ -66,6 +67,13 @@ export interface RouteDef {
   bodyLimit?: number
   /** The handler gets the raw Buffer (provider callbacks verify signatures on it); no parse, no 415. */
   rawBody?: boolean
+  /** Parse the raw body as application/x-www-form-urlencoded into `req.form` (provider callbacks). */
+  form?: boolean
+  /**
+   * A provider callback: the pipeline checks its signature on the raw body (DECISIONS 5) before
+   * the handler runs, and answers `refusal` (403) when it does not verify.
+   */
+  signed?: { refusal: ApiReply; name: string }
   /** Default content type of replies (ApiReply.contentType wins); application/json when absent. */
   contentType?: string
   /** Count against the tenant's per-minute limit (spec 8.1). Default: true for authenticated routes. */

@@ -33,6 +33,7 @@ export const EnvSchema = Type.Object({
   CPAAS_HMAC_SECRET: Type.Optional(Type.String({ minLength: 16 })),
   WEBHOOK_ALLOW_INSECURE: Type.Optional(Bool),
   RETENTION_DAYS: Type.Optional(Int),
+  SHUTDOWN_GRACE_SECONDS: Type.Optional(Int),
   LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)))),
 })
 type Env = Static<typeof EnvSchema>
@@ -56,6 +57,8 @@ export interface Config {
   hmacSecret: string | undefined
   webhookAllowInsecure: boolean
   retentionDays: number
+  /** SIGTERM: how long in-flight work may drain (DECISIONS 1). */
+  shutdownGraceSeconds: number
   logLevel: string
 }
 
@@ -133,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     hmacSecret: e.CPAAS_HMAC_SECRET,
     webhookAllowInsecure: e.WEBHOOK_ALLOW_INSECURE === 'true' || e.WEBHOOK_ALLOW_INSECURE === '1',
     retentionDays,
+    shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS !== undefined ? Number(e.SHUTDOWN_GRACE_SECONDS) : 10,
     logLevel: e.LOG_LEVEL ?? 'info',
   }
 }

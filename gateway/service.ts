@@ -1,7 +1,9 @@
 // The composition root: builds every adapter around the pure engine, rebuilds the engine from
 // Postgres, and serves everything from one uWS app. Tests and the bench start the service
 // through this same function.
+import { unlink } from 'node:fs/promises'
 import { hostname } from 'node:os'
+import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { sql } from 'slonik'
 import type { Logger } from 'pino'
@@ -29,6 +31,9 @@ import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
 import { getSessionRecord, loadLiveSessions, loadNumbers, seedNumbers } from '../sql/sessions.js'
 import { createRecordWriter } from '../sql/records.js'
+import { instanceId } from '../sql/instance.js'
+import { StoreError } from '../sql/errors.js'
+import { openJournal, readLeftovers } from '../sql/journal.js'
 import { purgeOldRecords } from '../sql/retention.js'
 import { recordNumberRentals } from '../sql/billing.js'
 import { createSecretCipher } from '../sql/webhooks.js'
@@ -70,9 +75,12 @@ export interface RunningService {
   boot: { ms: number; liveSessions: number }
   /** Runs the expiry sweep now (tests drive it instead of waiting for the timer). */
   expireDue(): Promise<number>
+  /** Resolves once every call and SMS record operation queued so far is in Postgres. */
+  flushRecords(): Promise<void>
   close(): Promise<void>
 }
 
+const RECORDS_WAIT_MS = 2_000
 const EXPIRY_SWEEP_MS = 250 // DECISIONS 4: expiry fires within 1 s of expiresAt
 const DAY_MS = 86_400_000
 const sqlPing = sql.unsafe`SELECT 1`
@@ -97,6 +105,21 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
   try {
     await migrate(db.pool)
     await seedNumbers(db.pool, cfg.numberPool, cfg.provider)
+
+    // The write-behind journal (issue 18): what an earlier run answered for and Postgres never
+    // got is applied before anything is loaded from Postgres or served.
+    const journalDir = join(cfg.dataDir, 'journal')
+    const dbId = await instanceId(db.pool)
+    const leftovers = await readLeftovers(journalDir, dbId)
+    const journal = await openJournal({ dir: journalDir, dbId, onError: onError('journal') })
+    let fanOutLate: (envs: EventEnvelope[]) => void = () => {}
+    const records = createRecordWriter(db.pool, { journal, onError: onError('records'), announce: envs => fanOutLate(envs) })
+    closers.unshift(() => records.close(cfg.shutdownGraceSeconds * 1000))
+    if (leftovers.batches.length > 0) {
+      await records.replay(leftovers.batches)
+      for (const f of leftovers.files) await unlink(f).catch(() => {})
+      log.info({ batches: leftovers.batches.length }, 'journal replayed')
+    }
 
     const engine = new Engine({ cooldownMs: cfg.cooldownSeconds * 1000 })
     const mailboxes = new Mailboxes()
@@ -168,10 +191,17 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       ...(redis ? { rateLimiter: createRedisRateLimiter({ redis, now, ...(opts.rateLimitPrefix ? { prefix: opts.rateLimitPrefix } : {}) }) } : {}),
     }
 
-    const records = createRecordWriter(db.pool, { onError: onError('records'), announce: envs => fanOut(envs) })
-    closers.unshift(() => records.close())
+    fanOutLate = fanOut
     const runner = createSessionRunner({
-      flushRecords: () => records.flush(),
+      // A session's events keep their order behind the call records queued before them (#6); while
+      // Postgres is away that wait is bounded, and the command answers 503 (issue 18).
+      flushRecords: async () => {
+        let timer: NodeJS.Timeout | undefined
+        const late = new Promise<'late'>(r => { timer = setTimeout(r, RECORDS_WAIT_MS, 'late') })
+        const outcome = await Promise.race([records.flush(), late])
+        clearTimeout(timer)
+        if (outcome === 'late') throw new StoreError('unavailable', 'records-backlog')
+      },
       db: db.pool, engine, mailboxes, tenants, cipher, hashParty, now,
       announce: (id, version, envelopes) => fanOut(envelopes, [{ kind: 'session', id, version }]),
     })
@@ -187,14 +217,14 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       { now },
     )
     services.cpaasHealth = () => provider.health()
-    services['telephony'] = createTelephony({
-      db: db.pool, engine, tenants, hashParty, records, provider, sandbox: cfg.provider === 'sandbox', log, now,
+    const telephony = createTelephony({
+      engine, tenants, hashParty, records, provider, sandbox: cfg.provider === 'sandbox', log, now,
       publicBaseUrl: cfg.publicBaseUrl,
-      verifier: createSignatureVerifier({
-        mode: cfg.signature, publicBaseUrl: cfg.publicBaseUrl, now,
-        ...(cfg.telnyx.publicKey ? { telnyxPublicKey: cfg.telnyx.publicKey } : {}),
-        ...(cfg.hmacSecret ? { hmacSecret: cfg.hmacSecret } : {}),
-      }),
+    })
+    const verifier = createSignatureVerifier({
+      mode: cfg.signature, publicBaseUrl: cfg.publicBaseUrl, now,
+      ...(cfg.telnyx.publicKey ? { telnyxPublicKey: cfg.telnyx.publicKey } : {}),
+      ...(cfg.hmacSecret ? { hmacSecret: cfg.hmacSecret } : {}),
     })
 
     // Other nodes: reload what they committed from Postgres (the bus never carries numbers).
@@ -213,13 +243,14 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
 
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
-      ...webhookRoutes, ...healthRoutes, ...cpaasRoutes,
+      ...webhookRoutes, ...healthRoutes, ...cpaasRoutes(telephony),
       ...analyticsRoutes, ...billingRoutes,
     ]
     const http = createHttpApp({
       services,
       routes: [...routes, openapiRoute(routes)],
       checkResponses: opts.checkResponses ?? false,
+      verifyCallback: req => verifier.verify(req),
       ws: app => {
         stream = registerStream(app, {
           verifyTenantToken: streamTokenVerifier(authenticatorOf(services)),
@@ -259,6 +290,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       db,
       boot: { ms, liveSessions },
       expireDue: () => (sweeping = sweeping.then(() => runner.expireDue())),
+      flushRecords: () => records.flush(),
       async close() {
         for (const c of closers) {
           try { await c() } catch { /* keep closing the rest */ }

@@ -1,28 +1,31 @@
-// Provider callbacks (spec 4.10, DECISIONS 5). The voice answer is computed from the engine's
-// memory with no I/O on the path; call records are written behind it (setImmediate, then group
-// commit), each with its events and usage in the same transaction (sql/record-writer.ts). SMS are
-// acknowledged at once and forwarded afterwards.
+// Provider callbacks (spec 4.10, DECISIONS 5). Every answer comes from memory:
+// - the voice fetch routes in the engine and answers TeXML; its call record is queued behind the
+//   answer (sql/record-writer.ts: journaled, group-committed, retried through Postgres outages);
+// - status, dial-status and recording callbacks queue what they were told and answer at once; the
+//   writer applies them against the call's state when their batch commits. A callback for a call
+//   whose record was lost (a crash between the answer and the journal) carries what the fetch
+//   knew, so the record is rebuilt with its final status (issue 18);
+// - an inbound SMS is answered 200 only once its forward has been handed to the provider (or it
+//   was dropped, or forwarded before), within the provider's 2 s budget; otherwise 503 with
+//   Retry-After, and the provider's retry (same message id) never forwards twice.
+// Signatures are checked by the HTTP pipeline before a handler runs (RouteDef.signed).
 // No phone number or SMS text is ever logged or put into an event.
-import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
 import type { Engine, RouteDecision } from '../engine/index.js'
-import type { CallStatus, SmsStatus } from '../engine/types.js'
+import type { CallDirection, SmsStatus } from '../engine/types.js'
 import type { ApiReply, ApiRequest } from '../api/route.js'
+import type { CallbackHandlers } from '../api/routes/cpaas.js'
 import { buildEnvelope, type EventEnvelope, type EventType } from '../api/event-envelope.js'
 import { uuidv7 } from '../api/ids.js'
-import { parseForm } from '../api/cpaas/form.js'
+import type { FormFields } from '../api/cpaas/form.js'
 import { decisionTexml, EMPTY_RESPONSE, hangupTexml } from '../api/cpaas/texml.js'
-import { applyCallStatus, billableMinutes, parseDurationSeconds } from '../api/cpaas/call-status.js'
+import { parseDurationSeconds } from '../engine/call-status.js'
 import { parseSmsCallback } from '../api/cpaas/sms-payload.js'
-import type { SignatureVerifier } from './cpaas/signature.js'
-import type { SmsProvider } from './cpaas/provider.js'
-import { getCallRecord, type Effects, type RecordWriter } from '../sql/records.js'
-import { proxyOfSession } from '../sql/telephony.js'
-import type { UsageInput } from '../sql/billing.js'
+import { toProviderError, type SmsProvider } from './cpaas/provider.js'
+import type { CallCallback, CallInsert, RecordWriter } from '../sql/records.js'
 import type { TenantDirectory } from './tenant-directory.js'
 
 export interface TelephonyDeps {
-  db: DatabasePool
   engine: Engine
   tenants: TenantDirectory
   hashParty: (salt: Buffer, e164: string) => string
@@ -30,16 +33,21 @@ export interface TelephonyDeps {
   provider: SmsProvider
   /** The sandbox provider sends nothing and counts a forward as delivered (DECISIONS 1). */
   sandbox: boolean
-  verifier: SignatureVerifier
   publicBaseUrl: string
   log: Logger
   now: () => number
+  /** How long an inbound SMS may wait for its forward before the answer is 503 (DECISIONS 5: 2 s). */
+  smsBudgetMs?: number
 }
 
 const XML = 'application/xml'
+const JSON_TYPE = 'application/json; charset=utf-8'
 const SMS_PATH = '/v1/webhooks/cpaas/sms'
 const RECENT_MAX = 100_000
 const SMS_STATUS_RETRY_MS = [1_000, 5_000]
+const SMS_BUDGET_MS = 1_500
+const SMS_RETRY_AFTER_S = '5'
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /**
  * A bounded memory of recent keys: two generations of RECENT_MAX / 2, the older dropped whole when
@@ -60,169 +68,181 @@ export class Recent<V> {
   }
 }
 
-export function createTelephony(d: TelephonyDeps) {
+/** The epoch ms in a UUIDv7 (its first 48 bits). */
+function uuidTime(id: string): number {
+  return parseInt(id.slice(0, 8) + id.slice(9, 13), 16)
+}
+
+type SmsOutcome = 'done' | 'retry'
+
+export function createTelephony(d: TelephonyDeps): CallbackHandlers {
+  const smsBudgetMs = d.smsBudgetMs ?? SMS_BUDGET_MS
   /** Recent provider ids → our ids: a replayed voice fetch gets the same callId and changes nothing. */
   const calls = new Recent<string>()
-  const messages = new Recent<string>()
-  /** callId → what events need, while the call is young (saves a read per status callback). */
-  const callMeta = new Recent<{ proxy: string }>()
-
-  function verify(req: ApiRequest): string | null {
-    const v = d.verifier.verify({ headers: req.headers, rawBody: req.rawBody ?? Buffer.alloc(0), path: req.path, query: req.rawQuery })
-    return v.ok ? null : v.reason
-  }
+  /** Calls this process routed: their records were queued here, so their callbacks need no rebuild. */
+  const routed = new Recent<true>()
+  /** Inbound message ids whose forward is settled (handed over, dropped for good, or found done). */
+  const forwarded = new Recent<true>()
+  /** Forwards under way, so a provider retry waits for the same one instead of starting another. */
+  const forwarding = new Map<string, Promise<SmsOutcome>>()
 
   function event(type: EventType, at: number, data: Parameters<typeof buildEnvelope>[3]): EventEnvelope {
     return buildEnvelope(uuidv7(at), type, at, data)
   }
 
-  function recordCallStart(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, caller: string, proxy: string, callId: string, callSid: string, now: number) {
+  /** The call record as the voice fetch writes it, for a decision the engine made. */
+  function callRow(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, direction: CallDirection, proxy: string, callId: string, callSid: string, at: number): CallInsert {
     const tenant = d.tenants.peek(dec.tenantId)
     const s = d.engine.get(dec.sessionId)
-    const partyB = dec.direction === 'A_TO_B' ? (dec.kind === 'connect' ? dec.to : s?.customerPhone) : caller
-    const partyBHash = tenant && partyB ? d.hashParty(tenant.salt, partyB) : ''
-    const status: CallStatus = dec.kind === 'connect' ? 'RINGING' : 'FAILED'
-    const recording = dec.kind === 'connect' && dec.recording
-    const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, durationSeconds: 0 }
-    // Written with the record only when it is new: a replay (or a failed write, reported by the
-    // writer) emits nothing.
-    void d.records.upsertCall({
-      id: callId, sessionId: dec.sessionId, tenantId: dec.tenantId, providerCallId: callSid, status,
-      direction: dec.direction, initiatedAt: now, partyBHash, recordingConsentPlayed: recording,
-      ...(status === 'FAILED' ? { endedAt: now } : {}),
-    }, status === 'RINGING'
-      ? [event('call.incoming', now, { ...base, status })]
-      : [event('call.incoming', now, { ...base, status: 'RINGING' }), event('call.failed', now, { ...base, status })])
+    // party B: the customer. A_TO_B dials them; B_TO_A is them calling.
+    const partyB = s?.customerPhone
+    return {
+      id: callId, sessionId: dec.sessionId, tenantId: dec.tenantId, providerCallId: callSid, status: 'RINGING', direction,
+      initiatedAt: at, partyBHash: tenant && partyB ? d.hashParty(tenant.salt, partyB) : '', proxy,
+      recordingConsentPlayed: dec.kind === 'connect' && dec.recording,
+    }
   }
 
-  async function voice(req: ApiRequest): Promise<ApiReply> {
-    const bad = verify(req)
-    if (bad) {
-      d.log.warn({ reason: bad, callback: 'voice' }, 'callback signature refused')
-      return { status: 403, body: EMPTY_RESPONSE, contentType: XML }
+  function recordCallStart(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, proxy: string, callId: string, callSid: string, now: number) {
+    const row = callRow(dec, dec.direction, proxy, callId, callSid, now)
+    const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, durationSeconds: 0 }
+    if (dec.kind === 'connect') {
+      void d.records.upsertCall(row, [event('call.incoming', now, { ...base, status: 'RINGING' })])
+      return
     }
-    const f = parseForm(req.rawBody ?? '')
+    // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED.
+    void d.records.upsertCall({ ...row, status: 'FAILED', endedAt: now }, [
+      event('call.incoming', now, { ...base, status: 'RINGING' }), event('call.failed', now, { ...base, status: 'FAILED' }),
+    ])
+  }
+
+  function voice(req: ApiRequest): ApiReply {
+    const f = req.form
     const callSid = f?.['CallSid'], from = f?.['From'], to = f?.['To']
     if (!callSid || !from || !to) return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
     const now = d.now()
     const dec = d.engine.route(to, from, now)
-    if (dec.kind === 'connect') {
+    if (dec.kind === 'connect' || dec.kind === 'direction-not-allowed') {
       let callId = calls.get(callSid)
-      const replay = callId !== undefined
-      if (!callId) { callId = uuidv7(now); calls.set(callSid, callId) }
-      const xml = decisionTexml(dec, { baseUrl: d.publicBaseUrl, callId })
-      if (!replay) {
-        const id = callId
-        callMeta.set(id, { proxy: to })
-        setImmediate(() => recordCallStart(dec, from, to, id, callSid, now))
+      if (callId === undefined) {
+        const id = callId = uuidv7(now)
+        calls.set(callSid, id)
+        routed.set(id, true)
+        setImmediate(() => recordCallStart(dec, to, id, callSid, now))
       }
-      return { status: 200, body: xml, contentType: XML }
-    }
-    if (dec.kind === 'direction-not-allowed' && calls.get(callSid) === undefined) {
-      // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED.
-      const id = uuidv7(now)
-      calls.set(callSid, id)
-      setImmediate(() => recordCallStart(dec, from, to, id, callSid, now))
+      if (dec.kind === 'connect') return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl, callId }), contentType: XML }
     }
     return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl }), contentType: XML }
   }
 
-  async function callStatus(req: ApiRequest, source: 'status' | 'dial-status'): Promise<ApiReply> {
+  /**
+   * What the voice fetch would have recorded for this call, from a later callback: the session is
+   * found as at the fetch, by proxy and party. The parent call's callbacks (dial-status, the
+   * application's status) carry the caller in From and the proxy in To; the dialed leg's status
+   * carries the proxy in From and the called party in To, so its direction is the reverse.
+   */
+  function rebuild(callId: string, f: FormFields, leg: 'parent' | 'child', now: number): CallInsert | undefined {
+    if (routed.get(callId)) return undefined
+    const from = f['From'], to = f['To']
+    const callSid = leg === 'child' ? f['ParentCallSid'] : f['CallSid']
+    if (!from || !to || !callSid) return undefined
+    const [proxy, party] = leg === 'parent' ? [to, from] : [from, to]
+    const dec = d.engine.route(proxy, party, now)
+    if (dec.kind !== 'connect' && dec.kind !== 'direction-not-allowed') return undefined
+    const reversed: CallDirection = dec.direction === 'A_TO_B' ? 'B_TO_A' : 'A_TO_B'
+    const direction = leg === 'parent' ? dec.direction : reversed
+    const at = UUID_RE.test(callId) ? Math.min(now, uuidTime(callId)) : now
+    const row = callRow(dec, direction, proxy, callId, callSid, at)
+    return { ...row, recordingConsentPlayed: false }
+  }
+
+  function callStatus(req: ApiRequest, source: 'status' | 'dial-status'): ApiReply {
     const done: ApiReply = source === 'status' ? { status: 200 } : { status: 200, body: hangupTexml(), contentType: XML }
-    const bad = verify(req)
-    if (bad) {
-      d.log.warn({ reason: bad, callback: `voice/${source}` }, 'callback signature refused')
-      return { status: 403, body: EMPTY_RESPONSE, contentType: XML }
-    }
-    const f = parseForm(req.rawBody ?? '')
+    const f = req.form
     const queryId = new URLSearchParams(req.rawQuery).get('callId')
-    // No callId on /voice/status: the TeXML application's own status callback, reporting the
-    // parent (inbound) call by the CallSid stored at the voice fetch (issue #5).
-    const leg = source === 'status' && !queryId ? 'parent-status' : source
-    const key = queryId ? { callId: queryId } : leg === 'parent-status' && f?.['CallSid'] ? { providerCallId: f['CallSid'] } : null
     const value = source === 'status' ? f?.['CallStatus'] : f?.['DialCallStatus']
-    if (!f || !key || !value) return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
-    await d.records.flush() // the start of this call may still be queued
-    const rec = await getCallRecord(d.db, key)
-    if (!rec) return done // unknown call: nothing to change, and the provider must not retry forever
-    const callId = rec.id
-    const duration = parseDurationSeconds(source === 'status' ? f['CallDuration'] : f['DialCallDuration'])
-    const change = applyCallStatus(rec.status, {
-      source: leg, callStatus: value, ...(duration !== undefined ? { duration } : {}), answeredSeen: rec.answeredAt !== null,
-    })
-    if (source === 'dial-status' && f['RecordingUrl'] && !rec.recordingUrl) {
-      await d.records.updateCall({ callId }, { recordingUrl: f['RecordingUrl'] })
-    }
-    if (!change) return done
+    if (!f || !value) return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
     const now = d.now()
-    const terminal = change.status === 'COMPLETED' || change.status === 'MISSED' || change.status === 'FAILED'
-    const effects: Effects = {}
-    if (change.event) {
-      const proxy = callMeta.get(callId)?.proxy ?? await proxyOfSession(d.db, rec.sessionId) ?? ''
-      effects.events = [event(change.event, now, {
-        sessionId: rec.sessionId, tenantId: rec.tenantId, proxyNumber: proxy, callId, direction: rec.direction,
-        status: change.status, durationSeconds: change.durationSeconds ?? 0,
-      })]
-      if (change.status === 'COMPLETED' && (change.durationSeconds ?? 0) > 0) {
-        effects.usage = [{ tenantId: rec.tenantId, metric: 'call_minute', quantity: billableMinutes(change.durationSeconds ?? 0), at: now, sessionId: rec.sessionId, callRecordId: callId, dedupeKey: `call_minute:${callId}` }]
+    const duration = parseDurationSeconds(source === 'status' ? f['CallDuration'] : f['DialCallDuration'])
+    const common = { value, at: now, ...(duration !== undefined ? { duration } : {}) }
+    let cb: CallCallback
+    if (queryId) {
+      if (!UUID_RE.test(queryId)) return done // not a call of ours: nothing to change
+      const rebuilt = rebuild(queryId, f, source === 'status' ? 'child' : 'parent', now)
+      cb = {
+        key: { callId: queryId }, source, ...common,
+        ...(source === 'dial-status' && f['RecordingUrl'] ? { recordingUrl: f['RecordingUrl'] } : {}),
+        ...(rebuilt ? { rebuild: rebuilt } : {}),
       }
+    } else if (source === 'status' && f['CallSid']) {
+      // No callId: the TeXML application's own status callback, reporting the parent (inbound)
+      // call by its CallSid (issue #5).
+      const known = calls.get(f['CallSid'])
+      const rebuilt = known ? undefined : rebuild(uuidv7(now), f, 'parent', now)
+      cb = { key: { providerCallId: f['CallSid'] }, source: 'parent-status', ...common, ...(rebuilt ? { rebuild: rebuilt } : {}) }
+    } else {
+      return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
     }
-    // The guard on the status it was read in: when another callback moved it first, this one
-    // changes nothing and emits nothing.
-    await d.records.updateCall({ callId }, {
-      status: change.status,
-      ...(change.status === 'ANSWERED' ? { answeredAt: now } : {}),
-      ...(terminal ? { endedAt: now, durationSeconds: change.durationSeconds ?? 0 } : {}),
-    }, [rec.status], effects)
+    void d.records.callEvent(cb)
     return done
   }
 
-  async function recording(req: ApiRequest): Promise<ApiReply> {
-    const bad = verify(req)
-    if (bad) {
-      d.log.warn({ reason: bad, callback: 'voice/recording' }, 'callback signature refused')
-      return { status: 403, body: EMPTY_RESPONSE, contentType: XML }
-    }
-    const f = parseForm(req.rawBody ?? '')
+  function recording(req: ApiRequest): ApiReply {
+    const f = req.form
     const callId = new URLSearchParams(req.rawQuery).get('callId')
     if (!f || !callId || !f['RecordingSid']) return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
-    await d.records.flush()
-    const rec = await getCallRecord(d.db, { callId })
-    if (!rec) return { status: 200 }
-    const seconds = parseDurationSeconds(f['RecordingDuration']) ?? 0
-    const usage: UsageInput[] = (f['RecordingStatus'] ?? 'completed') === 'completed' && seconds > 0
-      ? [{ tenantId: rec.tenantId, metric: 'recording_minute', quantity: billableMinutes(seconds), at: d.now(), sessionId: rec.sessionId, callRecordId: callId, dedupeKey: `recording_minute:${f['RecordingSid']}` }]
-      : []
-    await d.records.updateCall({ callId }, {
-      recordingDurationSeconds: seconds, ...(f['RecordingUrl'] ? { recordingUrl: f['RecordingUrl'] } : {}),
-    }, undefined, { usage })
+    if (!UUID_RE.test(callId)) return { status: 200 }
+    const seconds = parseDurationSeconds(f['RecordingDuration'])
+    void d.records.callEvent({
+      key: { callId }, source: 'recording', value: f['RecordingStatus'] ?? 'completed', at: d.now(), recordingSid: f['RecordingSid'],
+      ...(seconds !== undefined ? { duration: seconds } : {}), ...(f['RecordingUrl'] ? { recordingUrl: f['RecordingUrl'] } : {}),
+    })
     return { status: 200 }
   }
 
-  async function forwardSms(dec: Extract<RouteDecision, { kind: 'connect' }>, proxy: string, messageId: string, text: string, now: number) {
+  /**
+   * One inbound message, forwarded at most once per outcome: the QUEUED record is the claim (the
+   * provider's message id is its key); a claim found already forwarded is done; the forward's
+   * outcome is on disk (journal) before the answer says it was handed over.
+   */
+  async function forwardOnce(dec: Extract<RouteDecision, { kind: 'connect' }>, proxy: string, messageId: string, text: string, now: number): Promise<SmsOutcome> {
     const id = uuidv7(now)
-    const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, smsId: id, direction: dec.direction }
-    const stored = await d.records.upsertSms({
+    const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, direction: dec.direction }
+    const claim = await d.records.upsertSms({
       id, sessionId: dec.sessionId, tenantId: dec.tenantId, providerMessageId: messageId,
       direction: dec.direction, status: 'QUEUED', sentAt: now,
     }, {
-      events: [event('sms.received', now, { ...base, status: 'QUEUED' })],
+      events: [event('sms.received', now, { ...base, smsId: id, status: 'QUEUED' })],
       usage: [{ tenantId: dec.tenantId, metric: 'sms_received', quantity: 1, at: now, sessionId: dec.sessionId, dedupeKey: `sms_received:${id}` }],
     })
-    if (stored !== id) return // replayed message id (or write failure): never forward twice
+    if (!claim) return 'retry' // refused or not applied in time: the provider asks again
+    // Found already forwarded (a retry of a message answered before a restart): done. Found still
+    // QUEUED: an earlier attempt never handed it over (or died not knowing): forward it now.
+    if (claim.status !== 'QUEUED') return 'done'
+    const smsId = claim.id
+    let outcome: { forwardId: string | null; status: SmsStatus; at: number; code?: string }
     try {
       const sent = await d.provider.sendSms({ from: proxy, to: dec.to, text, webhookUrl: d.publicBaseUrl + SMS_PATH })
-      const at = d.now()
-      const status = d.sandbox ? 'DELIVERED' : 'SENT'
-      await d.records.markSmsForwarded(id, sent.providerMessageId, status, at, {
-        events: [event('sms.sent', at, { ...base, status })],
-        usage: [{ tenantId: dec.tenantId, metric: 'sms_sent', quantity: 1, at, sessionId: dec.sessionId, dedupeKey: `sms_sent:${id}` }],
-      })
+      outcome = { forwardId: sent.providerMessageId, status: d.sandbox ? 'DELIVERED' : 'SENT', at: d.now() }
     } catch (err) {
-      const code = (err as { code?: string }).code ?? 'provider-error'
-      d.log.warn({ code, smsId: id }, 'sms forward failed')
-      await d.records.markSmsForwarded(id, null, 'FAILED', d.now())
+      const e = toProviderError(err)
+      // Nothing was handed over (refused before sending, provider down): the provider retries.
+      // Refused for this message itself, or maybe sent (a timeout): resending could deliver it
+      // twice, which is worse in a masked conversation than one message reported FAILED.
+      if (e.providerFault && !e.ambiguous) {
+        d.log.warn({ code: e.code, smsId }, 'sms forward not handed over; provider asked to retry')
+        return 'retry'
+      }
+      d.log.warn({ code: e.code, smsId }, 'sms forward failed')
+      outcome = { forwardId: null, status: 'FAILED', at: d.now(), code: e.code }
     }
+    const marked = d.records.markSmsForwarded(smsId, outcome.forwardId, outcome.status, outcome.at, outcome.status === 'FAILED' ? {} : {
+      events: [event('sms.sent', outcome.at, { ...base, smsId, status: outcome.status })],
+      usage: [{ tenantId: dec.tenantId, metric: 'sms_sent', quantity: 1, at: outcome.at, sessionId: dec.sessionId, dedupeKey: `sms_sent:${smsId}` }],
+    })
+    void marked
+    await d.records.sync()
+    return 'done'
   }
 
   /**
@@ -238,37 +258,46 @@ export function createTelephony(d: TelephonyDeps) {
     })
   }
 
+  const ok: ApiReply = { status: 200, body: '{"ok":true}', contentType: JSON_TYPE }
+  const retryLater: ApiReply = { status: 503, body: '{"ok":false}', contentType: JSON_TYPE, headers: { 'retry-after': SMS_RETRY_AFTER_S } }
+
   async function sms(req: ApiRequest): Promise<ApiReply> {
-    const ok: ApiReply = { status: 200, body: '{"ok":true}', contentType: 'application/json; charset=utf-8' }
-    const bad = verify(req)
-    if (bad) {
-      d.log.warn({ reason: bad, callback: 'sms' }, 'callback signature refused')
-      return { status: 403, body: '{"ok":false}', contentType: 'application/json; charset=utf-8' }
-    }
     const cb = parseSmsCallback(req.headers['content-type'], req.rawBody ?? '')
-    if (cb.kind === 'invalid') return { status: 400, body: '{"ok":false}', contentType: 'application/json; charset=utf-8' }
+    if (cb.kind === 'invalid') return { status: 400, body: '{"ok":false}', contentType: JSON_TYPE }
     if (cb.kind === 'status') {
       smsStatus(cb.messageId, cb.status, cb.status === 'DELIVERED' ? d.now() : null, 0)
       return ok
     }
-    if (cb.kind === 'ignored') return ok
+    if (cb.kind === 'ignored' || forwarded.get(cb.messageId)) return ok
     const now = d.now()
     const dec = d.engine.route(cb.to, cb.from, now)
     // Not matched or direction not allowed: dropped, no record (DECISIONS 5).
-    if (dec.kind !== 'connect' || messages.get(cb.messageId) !== undefined) return ok
-    messages.set(cb.messageId, dec.sessionId)
-    const text = cb.text
-    setImmediate(() => { void forwardSms(dec, cb.to, cb.messageId, text, now) })
-    return ok
+    if (dec.kind !== 'connect') return ok
+    let run = forwarding.get(cb.messageId)
+    if (!run) {
+      const messageId = cb.messageId
+      run = forwardOnce(dec, cb.to, messageId, cb.text, now).catch(err => {
+        d.log.error({ code: 'sms-forward', error: err }, 'sms forward crashed')
+        return 'retry' as const
+      }).then(outcome => {
+        forwarding.delete(messageId)
+        if (outcome === 'done') forwarded.set(messageId, true)
+        return outcome
+      })
+      forwarding.set(messageId, run)
+    }
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<'late'>(resolve => { timer = setTimeout(resolve, smsBudgetMs, 'late') })
+    const outcome = await Promise.race([run, late])
+    clearTimeout(timer)
+    return outcome === 'done' ? ok : retryLater
   }
 
   return {
     voice,
-    voiceStatus: (req: ApiRequest) => callStatus(req, 'status'),
-    dialStatus: (req: ApiRequest) => callStatus(req, 'dial-status'),
+    voiceStatus: req => callStatus(req, 'status'),
+    dialStatus: req => callStatus(req, 'dial-status'),
     recording,
     sms,
   }
 }
-
-export type Telephony = ReturnType<typeof createTelephony>

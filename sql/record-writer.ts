@@ -1,351 +1,333 @@
-// Call and SMS records are written behind the routing answer (the provider waits for TeXML, not
-// for our disk): operations are queued and applied by group commit, one transaction per flush
-// (one statement for the usual batch of new calls), every `flushMs` (10 ms) or `maxBatch` (200)
-// operations, whichever comes first. Inserts are
-// idempotent upserts keyed by the provider's ids (a replayed callback changes nothing twice);
-// updates carry a status guard so a status never moves backwards.
+// Call and SMS records are written behind the provider's answer (the provider waits for TeXML, not
+// for our disk): operations are queued, cut into a batch every `flushMs` (10 ms) or `maxBatch`
+// operations, appended to the local journal (sql/journal.ts, fsync'd per group), and applied by
+// group commit (sql/record-apply.ts), strictly in order, one apply at a time.
 //
-// What an operation causes (its outbox events and usage, DECISIONS 6) is written in the same
-// transaction, and only when the operation took effect (a new row, a guarded update that matched):
-// a record change and its event commit together or not at all, and a replay emits nothing. The
-// events are announced (stream, bus, dispatcher) after the commit.
-//
-// The returned promises never reject (callers may fire and forget without an unhandled
-// rejection): a failed flush is retried once operation by operation, and what still fails is
-// reported to `onError` by code and resolves as null/false.
-import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken } from 'slonik'
+// Nothing the service answered for is forgotten (issue 18):
+// - A batch Postgres cannot take now (connection lost, server down, deadlock) is retried with
+//   backoff until it can, however long that takes; later batches wait behind it, so a call's
+//   operations stay in order. While it waits, the backlog is merged into larger applies.
+// - A single operation Postgres refuses (a bad value) is dropped alone, reported by code; the rest
+//   of its batch is applied one operation at a time.
+// - Memory is bounded: past `maxPending` operations, new batches live only in the journal and are
+//   read back when their turn comes. The journal is also what a crash or a stop leaves behind:
+//   boot replays it (`replay`) before serving.
+// - Every promise this returns settles, and nothing here can wedge the queue: a throw anywhere in
+//   an apply or in `announce` is caught, reported, and the next batch goes on.
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { DatabasePool } from 'slonik'
 import type { EventEnvelope } from '../api/event-envelope.js'
-import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
-import { finishUsage, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
-import { isUuid } from './cursor.js'
+import type { SmsStatus } from '../engine/types.js'
 import { errorCode, guard, toStoreError } from './errors.js'
-import { insertOutbox, outboxInsert, outboxInsertFrom } from './outbox.js'
-import { PREPARE } from './prepared.js'
-import { iso, isoOrNull, jsonb, transact, tsOrNull } from './transaction.js'
+import type { Journal, JournalEntry, ReplayBatch } from './journal.js'
+import {
+  applyOps, failedResult, type CallCallback, type CallInsert, type CallState, type Effects, type OpData, type Result,
+  type SmsClaim, type SmsInsert,
+} from './record-apply.js'
+import { transact } from './transaction.js'
 
-export interface CallInsert {
-  id: string
-  sessionId: string
-  tenantId: string
-  providerCallId: string
-  status: CallStatus
-  direction: CallDirection
-  initiatedAt: number
-  /** The party B hash in force when the call was routed (spec 2.2). */
-  partyBHash: string
-  durationSeconds?: number
-  answeredAt?: number | null
-  endedAt?: number | null
-  recordingConsentPlayed?: boolean
-}
-
-export interface CallPatch {
-  status?: CallStatus
-  durationSeconds?: number
-  answeredAt?: number | null
-  endedAt?: number | null
-  recordingUrl?: string | null
-  recordingDurationSeconds?: number | null
-  recordingConsentPlayed?: boolean
-}
-
-export type CallKey = { callId: string } | { providerCallId: string }
-
-export interface SmsInsert {
-  id: string
-  sessionId: string
-  tenantId: string
-  /** The inbound message id: the idempotency key. */
-  providerMessageId: string
-  /** The id of the forwarded message at the provider, when known. */
-  forwardMessageId?: string | null
-  direction: CallDirection
-  status: SmsStatus
-  sentAt: number
-  deliveredAt?: number | null
-}
-
-/** What an operation causes when it takes effect, written in its transaction. */
-export interface Effects {
-  events?: EventEnvelope[]
-  usage?: UsageInput[]
-}
+export type { CallCallback, CallInsert, CallKey, Effects, SmsClaim, SmsInsert } from './record-apply.js'
 
 export interface RecordWriter {
   /**
-   * Resolves with the id stored for this provider call id (an earlier one on replay), null on
-   * failure. `events` are written with a new row only.
+   * Resolves with the id stored for this provider call id (an earlier one on replay), null when
+   * it was refused. `events` are written with a new row only.
    */
   upsertCall(row: CallInsert, events?: EventEnvelope[]): Promise<string | null>
-  /** Resolves true when a row matched (and, with `fromStatuses`, was in one of those statuses). */
-  updateCall(key: CallKey, patch: CallPatch, fromStatuses?: readonly CallStatus[], effects?: Effects): Promise<boolean>
-  upsertSms(row: SmsInsert, effects?: Effects): Promise<string | null>
+  /** A status, dial-status or recording callback; true when it changed the call. */
+  callEvent(cb: CallCallback): Promise<boolean>
+  /** The stored message for this inbound id (new, or found by a replay), null when refused. */
+  upsertSms(row: SmsInsert, effects?: Effects): Promise<SmsClaim | null>
   /** The outcome of forwarding the QUEUED message `id`; true when it was still QUEUED. */
   markSmsForwarded(id: string, forwardMessageId: string | null, status: SmsStatus, at: number, effects?: Effects): Promise<boolean>
   /** QUEUED < SENT < DELIVERED | FAILED: a status only moves forward. */
   updateSmsStatusByForwardId(forwardMessageId: string, status: SmsStatus, deliveredAt?: number | null): Promise<boolean>
-  /** Applies everything queued so far. */
+  /** Resolves once everything queued so far is applied (or refused). */
   flush(): Promise<void>
-  /** Flushes and refuses further operations. */
-  close(): Promise<void>
+  /** Resolves once everything queued so far survives a crash: in the journal, or applied. */
+  sync(): Promise<void>
+  /** Applies batches a previous run left in the journal (boot, before serving). */
+  replay(batches: readonly ReplayBatch[]): Promise<void>
+  stats(): WriterStats
+  /** Stops taking operations and drains for at most `graceMs`; what is left stays in the journal. */
+  close(graceMs?: number): Promise<void>
 }
 
-type Op = (
-  | { kind: 'call'; row: CallInsert; done: (id: string | null) => void }
-  | { kind: 'call-update'; key: CallKey; patch: CallPatch; from: readonly CallStatus[] | undefined; done: (ok: boolean) => void }
-  | { kind: 'sms'; row: SmsInsert; done: (id: string | null) => void }
-  | { kind: 'sms-forward'; id: string; forwardId: string | null; status: SmsStatus; at: number; done: (ok: boolean) => void }
-  | { kind: 'sms-status'; forwardId: string; status: SmsStatus; deliveredAt: number | null; done: (ok: boolean) => void }
-) & { effects?: Effects | undefined }
-
-type Result = string | boolean | null
-
-interface Applied {
-  results: Map<Op, Result>
-  /** The events written, in the order of their operations. */
-  events: EventEnvelope[]
+export interface WriterStats {
+  /** Operations answered for and not yet in Postgres. */
+  pending: number
+  /** Of those, held only in the journal (past the memory bound). */
+  spilled: number
+  /** Applies that failed and were retried, since start. */
+  retries: number
+  /** Operations Postgres refused for good, since start. */
+  refused: number
 }
 
-const SMS_RANK: Readonly<Record<SmsStatus, number>> = { QUEUED: 0, SENT: 1, DELIVERED: 2, FAILED: 2 }
-
-const failedResult = (op: Op): Result => (op.kind === 'call' || op.kind === 'sms' ? null : false)
-
-/** Took effect: a new row (its own id came back), or an update that matched. */
-function tookEffect(op: Op, r: Result | undefined): boolean {
-  return op.kind === 'call' || op.kind === 'sms' ? r === op.row.id : r === true
+interface Op {
+  data: OpData
+  done: (r: Result) => void
 }
 
-export function createRecordWriter(pool: DatabasePool, opts: {
+interface Batch {
+  ops: Op[] | null // null: spilled, read back from the journal
+  count: number
+  entry: JournalEntry | null
+  applied: Promise<void>
+  resolve: () => void
+}
+
+export interface RecordWriterOptions {
   flushMs?: number
   maxBatch?: number
+  /** Operations per apply when a backlog is merged (after an outage). */
+  maxApply?: number
+  /** Operations held in memory; past it, batches live only in the journal. */
+  maxPending?: number
+  journal?: Journal | null
+  /** Backoff of a failed apply: first wait and cap. */
+  retryMs?: { first: number; max: number }
   onError?: (code: string) => void
   /** After commit: the events just written (stream, other nodes, webhook dispatcher). */
   announce?: (events: EventEnvelope[]) => void
-} = {}): RecordWriter {
+}
+
+/** Young calls remembered (two generations of half this), so their callbacks need no read. */
+const CALL_CACHE = 200_000
+
+export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions = {}): RecordWriter {
   const flushMs = opts.flushMs ?? 10
   const maxBatch = opts.maxBatch ?? 200
+  const maxApply = opts.maxApply ?? 2_000
+  const maxPending = opts.maxPending ?? 1_000_000
+  const journal = opts.journal ?? null
+  const retryMs = opts.retryMs ?? { first: 50, max: 1_000 }
   const onError = opts.onError ?? (() => {})
   const announce = opts.announce ?? (() => {})
+  const calls = new CallMemory(CALL_CACHE)
+  const stats: WriterStats = { pending: 0, spilled: 0, retries: 0, refused: 0 }
+
   let pending: Op[] = []
   let timer: NodeJS.Timeout | null = null
-  let running: Promise<void> = Promise.resolve()
+  /** Cuts in order: each appends its batch to the journal, then to the backlog. */
+  let cutting: Promise<void> = Promise.resolve()
+  const backlog: Batch[] = []
+  let lastBatch: Batch | null = null
+  /** Operations of the backlog held in memory (the rest were spilled to the journal). */
+  let held = 0
+  let draining: Promise<void> | null = null
   let closed = false
+  /** Past the close grace: stop retrying; what is left stays in the journal. */
+  let stopping = false
 
-  function enqueue<T extends Result>(make: (done: (v: T) => void) => Op, failed: T): Promise<T> {
+  function enqueue<T extends Result>(data: OpData): Promise<T> {
     if (closed) {
       onError('writer-closed')
-      return Promise.resolve(failed)
+      return Promise.resolve(failedResult(data) as T)
     }
+    stats.pending++
     return new Promise<T>(resolve => {
-      pending.push(make(resolve))
-      if (pending.length >= maxBatch) void flush()
-      else timer ??= setTimeout(() => void flush(), flushMs)
+      pending.push({ data, done: resolve as (r: Result) => void })
+      if (pending.length >= maxBatch) cut()
+      else timer ??= setTimeout(cut, flushMs)
     })
   }
 
-  function flush(): Promise<void> {
+  function cut(): Promise<void> {
     if (timer) clearTimeout(timer)
     timer = null
+    if (pending.length === 0) return cutting
     const ops = pending
     pending = []
-    if (ops.length > 0) running = running.then(() => apply(ops))
-    return running
-  }
-
-  async function apply(ops: Op[]): Promise<void> {
-    const results = new Map<Op, Result>()
-    const events: EventEnvelope[] = []
-    // The usual batch (new calls and their events only) is one statement: atomic without
-    // BEGIN/COMMIT, which would be two more round trips on every flush.
-    const run = async (unit: Op[]) => {
-      const out = unit.every(op => op.kind === 'call')
-        ? await guard(() => applyOps(pool, unit))
-        : await transact(pool, tx => applyOps(tx, unit))
-      for (const [op, r] of out.results) results.set(op, r)
-      for (const e of out.events) events.push(e)
-    }
-    try {
-      await run(ops)
-    } catch (err) {
-      const e = toStoreError(err)
-      onError(e.code)
-      // The retry. A lost connection: the batch once more. A refused row (unknown session, bad
-      // value): one operation at a time, so it does not sink the others.
-      const units = e.slug === 'unavailable' || e.slug === 'retryable' ? [ops] : ops.map(op => [op])
-      for (const unit of units) {
+    let resolve!: () => void
+    const applied = new Promise<void>(r => { resolve = r })
+    const batch: Batch = { ops, count: ops.length, entry: null, applied, resolve }
+    lastBatch = batch
+    cutting = cutting.then(async () => {
+      if (journal) {
         try {
-          await run(unit)
-        } catch (again) {
-          onError(errorCode(again))
+          batch.entry = await journal.append(ops.map(o => o.data))
+        } catch (err) {
+          onError(errorCode(err))
         }
       }
+      if (batch.entry && held + ops.length > maxPending) {
+        // The memory bound: the batch lives on in the journal only. Its callers cannot be told
+        // an outcome that may come hours later; they get the failure value now.
+        batch.ops = null
+        stats.spilled += ops.length
+        for (const op of ops) op.done(failedResult(op.data))
+      } else {
+        held += ops.length
+      }
+      backlog.push(batch)
+      draining ??= drain().finally(() => { draining = null })
+    })
+    return cutting
+  }
+
+  async function drain(): Promise<void> {
+    while (backlog.length > 0 && !stopping) {
+      const take: Batch[] = []
+      let n = 0
+      while (backlog.length > 0 && (take.length === 0 || n + backlog[0]!.count <= maxApply)) {
+        const b = backlog.shift()!
+        take.push(b)
+        n += b.count
+      }
+      const ops: Op[] = []
+      for (const b of take) ops.push(...(b.ops ?? await readBack(b)))
+      if (!await applyWithRetry(ops)) return // stopped: the batches stay in the journal
+      for (const b of take) {
+        if (b.entry && journal) journal.done(b.entry)
+        stats.pending -= b.count
+        if (b.ops) held -= b.count
+        else stats.spilled -= b.count
+        b.resolve()
+      }
     }
-    if (events.length > 0) announce(events)
-    for (const op of ops) (op.done as (v: Result) => void)(results.has(op) ? results.get(op)! : failedResult(op))
+  }
+
+  async function readBack(b: Batch): Promise<Op[]> {
+    try {
+      const data = (await journal!.read(b.entry!)) as OpData[]
+      return data.map(d => ({ data: d, done: () => {} }))
+    } catch (err) {
+      onError(errorCode(err))
+      return []
+    }
+  }
+
+  const transient = (slug: string) => slug === 'unavailable' || slug === 'retryable'
+
+  /** Runs ops in one unit until Postgres takes them or refuses them; true when applied. */
+  async function attempt(ops: Op[], results: Result[], events: EventEnvelope[]): Promise<'applied' | 'refused' | 'stopped'> {
+    const data = ops.map(o => o.data)
+    for (let n = 0; ; n++) {
+      try {
+        // A batch of new calls only is one statement: atomic without BEGIN/COMMIT, which would
+        // be two more round trips on every flush of the voice path.
+        const out = data.every(d => d.kind === 'call')
+          ? await guard(() => applyOps(pool, data, calls))
+          : await transact(pool, tx => applyOps(tx, data, calls))
+        out.results.forEach((r, i) => { results[i] = r })
+        events.push(...out.events)
+        for (const c of out.calls) calls.set(c)
+        return 'applied'
+      } catch (err) {
+        const e = toStoreError(err)
+        onError(e.code)
+        if (!transient(e.slug)) return 'refused'
+        if (stopping) return 'stopped'
+        stats.retries++
+        await sleep(Math.min(retryMs.max, retryMs.first * 2 ** Math.min(n, 10)))
+        if (stopping) return 'stopped'
+      }
+    }
+  }
+
+  /** False when the close grace ran out first (nothing more was applied). */
+  async function applyWithRetry(ops: Op[]): Promise<boolean> {
+    const results: Result[] = ops.map(o => failedResult(o.data))
+    const events: EventEnvelope[] = []
+    let finished = true
+    try {
+      const whole = await attempt(ops, results, events)
+      if (whole === 'stopped') finished = false
+      if (whole === 'refused') {
+        // One refused row must not sink the others: one operation at a time.
+        for (let i = 0; i < ops.length && !stopping; i++) {
+          const one: Result[] = [results[i]!]
+          const outcome = await attempt([ops[i]!], one, events)
+          if (outcome === 'refused') stats.refused++
+          if (outcome === 'stopped') finished = false
+          results[i] = one[0]!
+        }
+        if (stopping) finished = false
+      }
+    } catch (err) {
+      onError(errorCode(err)) // a bug in apply: report it, answer failure, keep the queue going
+    }
+    if (events.length > 0) {
+      try {
+        announce(events)
+      } catch (err) {
+        onError(errorCode(err))
+      }
+    }
+    ops.forEach((op, i) => op.done(results[i]!))
+    return finished
+  }
+
+  async function flush(): Promise<void> {
+    await cut()
+    await lastBatch?.applied
   }
 
   return {
-    upsertCall: (row, events) => enqueue<string | null>(done => ({ kind: 'call', row, done, effects: events && { events } }), null),
-    updateCall: (key, patch, fromStatuses, effects) =>
-      enqueue<boolean>(done => ({ kind: 'call-update', key, patch, from: fromStatuses, done, effects }), false),
-    upsertSms: (row, effects) => enqueue<string | null>(done => ({ kind: 'sms', row, done, effects }), null),
-    markSmsForwarded: (id, forwardId, status, at, effects) =>
-      enqueue<boolean>(done => ({ kind: 'sms-forward', id, forwardId, status, at, done, effects }), false),
-    updateSmsStatusByForwardId: (forwardId, status, deliveredAt = null) =>
-      enqueue<boolean>(done => ({ kind: 'sms-status', forwardId, status, deliveredAt, done }), false),
+    upsertCall: (row, events) => enqueue<string | null>({ kind: 'call', row, events }),
+    callEvent: cb => enqueue<boolean>({ kind: 'call-event', cb }),
+    upsertSms: (row, effects) => enqueue<SmsClaim | null>({ kind: 'sms', row, effects }),
+    markSmsForwarded: (id, forwardId, status, at, effects) => enqueue<boolean>({ kind: 'sms-forward', id, forwardId, status, at, effects }),
+    updateSmsStatusByForwardId: (forwardId, status, deliveredAt = null) => enqueue<boolean>({ kind: 'sms-status', forwardId, status, deliveredAt }),
     flush,
-    async close() {
-      // Drain first: operations queued while a flush runs (e.g. by the callers it resolves) must
-      // still be written, not refused as 'writer-closed'.
-      await flush()
-      while (pending.length > 0) await flush()
+    async sync() {
+      await cut()
+      if (!journal) await lastBatch?.applied
+    },
+    async replay(batches) {
+      for (const b of batches) {
+        const ops = (b.ops as OpData[]).map(data => ({ data, done: () => {} }))
+        stats.pending += ops.length
+        held += ops.length
+        let resolve!: () => void
+        const applied = new Promise<void>(r => { resolve = r })
+        const batch: Batch = { ops, count: ops.length, entry: null, applied, resolve }
+        backlog.push(batch)
+        lastBatch = batch
+      }
+      draining ??= drain().finally(() => { draining = null })
+      await lastBatch?.applied
+    },
+    stats: () => ({ ...stats }),
+    async close(graceMs = 10_000) {
       closed = true
+      await cut()
+      const done = lastBatch?.applied ?? Promise.resolve()
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<'late'>(r => { timer = setTimeout(() => r('late'), graceMs) })
+      const outcome = await Promise.race([done.then(() => 'done' as const), late])
+      clearTimeout(timer)
+      if (outcome === 'late') {
+        stopping = true
+        await draining
+      }
+      await journal?.close()
     },
   }
 }
 
 /**
- * Applies a batch in order of kind (inserts first, so updates queued after them find the rows),
- * then writes the effects of the operations that took effect. A batch of new calls only is one
- * statement, its events riding in it; any other batch runs inside a transaction.
+ * The calls this node committed lately, by id and by the provider's CallSid: two generations, the
+ * older dropped whole when the newer fills (see gateway/telephony.ts Recent for why not an LRU).
  */
-async function applyOps(tx: CommonQueryMethods, ops: readonly Op[]): Promise<Applied> {
-  const results = new Map<Op, Result>()
-  const of = <K extends Op['kind']>(kind: K) => ops.filter((o): o is Extract<Op, { kind: K }> => o.kind === kind)
-
-  const calls = of('call')
-  if (calls.length > 0) {
-    const rows = calls.map(({ row: r }) => ({
-      id: r.id, session_id: r.sessionId, tenant_id: r.tenantId, provider_call_id: r.providerCallId, status: r.status,
-      direction: r.direction, duration_seconds: r.durationSeconds ?? 0, initiated_at: iso(r.initiatedAt),
-      answered_at: isoOrNull(r.answeredAt ?? null), ended_at: isoOrNull(r.endedAt ?? null),
-      recording_consent_played: r.recordingConsentPlayed ?? false, party_b_hash: r.partyBHash,
-    }))
-    // The events of each call, keyed by its id: only those of rows this statement inserted are
-    // written (a replayed CallSid inserts nothing, so it emits nothing).
-    const events = calls.flatMap(c => (c.effects?.events ?? []).map(env => ({ call_id: c.row.id, env })))
-    // spec 2.2 callCount/lastCallAt move in the same statement as the call records they count,
-    // so a crash can never leave one without the other; a replayed call (no new row) counts nothing.
-    const ids = await storedIds(tx, 'call_records', 'provider_call_id', calls.map(c => c.row.providerCallId), sql.fragment`${PREPARE}
-      WITH ins AS (
-        INSERT INTO call_records (id, session_id, tenant_id, provider_call_id, status, direction, duration_seconds,
-                                  initiated_at, answered_at, ended_at, recording_consent_played, party_b_hash)
-        SELECT * FROM jsonb_to_recordset(${jsonb(rows)}) AS r(
-          id uuid, session_id uuid, tenant_id uuid, provider_call_id text, status text, direction text, duration_seconds int,
-          initiated_at timestamptz, answered_at timestamptz, ended_at timestamptz, recording_consent_played boolean, party_b_hash text)
-        ON CONFLICT (provider_call_id) DO NOTHING
-        RETURNING provider_call_id, id, session_id, initiated_at),
-      counted AS (
-        UPDATE sessions s SET call_count = s.call_count + c.n, last_call_at = GREATEST(s.last_call_at, c.at)
-        FROM (SELECT session_id, count(*)::int AS n, max(initiated_at) AS at FROM ins GROUP BY session_id) c
-        WHERE s.id = c.session_id)
-      ${events.length > 0 ? sql.fragment`, outbox_ins AS (${outboxInsertFrom(sql.fragment`
-        SELECT e.env AS x FROM jsonb_to_recordset(${jsonb(events)}) AS e(call_id uuid, env jsonb)
-        WHERE e.call_id IN (SELECT id FROM ins)`)})` : sql.fragment``}
-      SELECT provider_call_id AS key, id FROM ins`)
-    for (const c of calls) results.set(c, ids.get(c.row.providerCallId) ?? null)
-  }
-
-  const smss = of('sms')
-  if (smss.length > 0) {
-    const rows = smss.map(({ row: r }) => ({
-      id: r.id, session_id: r.sessionId, tenant_id: r.tenantId, provider_message_id: r.providerMessageId,
-      forward_message_id: r.forwardMessageId ?? null, direction: r.direction, status: r.status, sent_at: iso(r.sentAt),
-      delivered_at: isoOrNull(r.deliveredAt ?? null),
-    }))
-    const ids = await storedIds(tx, 'sms_records', 'provider_message_id', smss.map(s => s.row.providerMessageId), sql.fragment`
-      INSERT INTO sms_records (id, session_id, tenant_id, provider_message_id, forward_message_id, direction, status, sent_at, delivered_at)
-      SELECT * FROM jsonb_to_recordset(${jsonb(rows)}) AS r(
-        id uuid, session_id uuid, tenant_id uuid, provider_message_id text, forward_message_id text, direction text, status text,
-        sent_at timestamptz, delivered_at timestamptz)
-      ON CONFLICT DO NOTHING
-      RETURNING provider_message_id AS key, id`)
-    for (const s of smss) results.set(s, ids.get(s.row.providerMessageId) ?? null)
-  }
-
-  // Forward outcomes in one statement: under an SMS flood a statement each (a round trip each, in
-  // a writer that applies one batch at a time) capped forwarding near 360 messages/s in the bench.
-  // Each message is forwarded once, so no two rows of a batch name the same message.
-  const forwards = of('sms-forward')
-  if (forwards.length > 0) {
-    const rows = forwards.map(f => ({ id: f.id, forward_id: f.forwardId, status: f.status, at: iso(f.at) }))
-    const hit = new Set(await tx.anyFirst(sql.unsafe`
-      UPDATE sms_records s SET forward_message_id = COALESCE(u.forward_id, s.forward_message_id), status = u.status,
-        delivered_at = CASE WHEN u.status = 'DELIVERED' THEN u.at ELSE s.delivered_at END
-      FROM jsonb_to_recordset(${jsonb(rows)}) AS u(id uuid, forward_id text, status text, at timestamptz)
-      WHERE s.id = u.id AND s.status = 'QUEUED'
-      RETURNING s.id`) as readonly string[])
-    for (const f of forwards) results.set(f, hit.has(f.id))
-  }
-
-  for (const op of ops) {
-    if (op.kind === 'call-update') results.set(op, await updateCallRow(tx, op.key, op.patch, op.from))
-    else if (op.kind === 'sms-status') {
-      const hit = await tx.maybeOneFirst(sql.unsafe`
-        UPDATE sms_records SET status = ${op.status}, delivered_at = COALESCE(${tsOrNull(op.deliveredAt)}, delivered_at)
-        WHERE forward_message_id = ${op.forwardId}
-          AND (CASE status WHEN 'QUEUED' THEN 0 WHEN 'SENT' THEN 1 ELSE 2 END) < ${SMS_RANK[op.status]}
-        RETURNING 1`)
-      results.set(op, hit !== null)
+class CallMemory {
+  #young = new Map<string, CallState>()
+  #old = new Map<string, CallState>()
+  #sidYoung = new Map<string, CallState>()
+  #sidOld = new Map<string, CallState>()
+  readonly #half: number
+  constructor(max: number) { this.#half = max / 2 }
+  get(id: string): CallState | undefined { return this.#young.get(id) ?? this.#old.get(id) }
+  bySid(sid: string): CallState | undefined { return this.#sidYoung.get(sid) ?? this.#sidOld.get(sid) }
+  set(c: CallState): void {
+    if (this.#young.size >= this.#half) {
+      this.#old = this.#young
+      this.#young = new Map()
+      this.#sidOld = this.#sidYoung
+      this.#sidYoung = new Map()
     }
+    this.#young.set(c.id, c)
+    this.#sidYoung.set(c.providerCallId, c)
   }
-
-  const events: EventEnvelope[] = []
-  const written: EventEnvelope[] = []
-  const usage: UsageInput[] = []
-  for (const op of ops) {
-    if (!op.effects || !tookEffect(op, results.get(op))) continue
-    for (const e of op.effects.events ?? []) events.push(e)
-    if (op.kind === 'call') continue // its events rode in the insert statement
-    for (const e of op.effects.events ?? []) written.push(e)
-    for (const u of op.effects.usage ?? []) usage.push(u)
-  }
-  await writeEventsAndUsage(tx, written, usage)
-  return { results, events }
-}
-
-/**
- * Events and their usage in one statement; only the first usage of a tenant in a month (its
- * period does not exist yet) takes more statements to open the period and add those rows.
- */
-async function writeEventsAndUsage(tx: CommonQueryMethods, envelopes: readonly EventEnvelope[], usage: readonly UsageInput[]): Promise<void> {
-  if (usage.length === 0) return insertOutbox(tx, envelopes)
-  const rows = usageRows(usage)
-  const out = (await tx.one(sql.unsafe`
-    WITH ${envelopes.length > 0 ? sql.fragment`outbox_ins AS (${outboxInsert(envelopes)}),` : sql.fragment``}
-    ${usageCtes(rows)}
-    SELECT ${usageOutcome}`)) as unknown as UsageOutcome
-  await finishUsage(tx, usage, rows, out)
-}
-
-/** Runs an upsert returning (key, id) for new rows, then reads the ids of the keys that existed. */
-async function storedIds(tx: CommonQueryMethods, table: 'call_records' | 'sms_records', keyColumn: 'provider_call_id' | 'provider_message_id', keys: string[], upsert: FragmentSqlToken): Promise<Map<string, string>> {
-  const ids = new Map<string, string>()
-  for (const r of (await tx.any(sql.unsafe`${upsert}`)) as readonly { key: string; id: string }[]) ids.set(r.key, r.id)
-  const missing = keys.filter(k => !ids.has(k))
-  if (missing.length > 0) {
-    const rows = (await tx.any(sql.unsafe`
-      SELECT ${sql.identifier([keyColumn])} AS key, id FROM ${sql.identifier([table])}
-      WHERE ${sql.identifier([keyColumn])} = ANY(${sql.array(missing, 'text')})`)) as readonly { key: string; id: string }[]
-    for (const r of rows) ids.set(r.key, r.id)
-  }
-  return ids
-}
-
-async function updateCallRow(tx: CommonQueryMethods, key: CallKey, patch: CallPatch, from: readonly CallStatus[] | undefined): Promise<boolean> {
-  const sets: FragmentSqlToken[] = []
-  if (patch.status !== undefined) sets.push(sql.fragment`status = ${patch.status}`)
-  if (patch.durationSeconds !== undefined) sets.push(sql.fragment`duration_seconds = ${patch.durationSeconds}`)
-  if (patch.answeredAt !== undefined) sets.push(sql.fragment`answered_at = ${tsOrNull(patch.answeredAt)}`)
-  if (patch.endedAt !== undefined) sets.push(sql.fragment`ended_at = ${tsOrNull(patch.endedAt)}`)
-  if (patch.recordingUrl !== undefined) sets.push(sql.fragment`recording_url = ${patch.recordingUrl}`)
-  if (patch.recordingDurationSeconds !== undefined) sets.push(sql.fragment`recording_duration_seconds = ${patch.recordingDurationSeconds}`)
-  if (patch.recordingConsentPlayed !== undefined) sets.push(sql.fragment`recording_consent_played = ${patch.recordingConsentPlayed}`)
-  if (sets.length === 0 || ('callId' in key && !isUuid(key.callId))) return false
-  const where = 'callId' in key ? sql.fragment`id = ${key.callId}` : sql.fragment`provider_call_id = ${key.providerCallId}`
-  const hit = await tx.maybeOneFirst(sql.unsafe`
-    UPDATE call_records SET ${sql.join(sets, sql.fragment`, `)}
-    WHERE ${where} ${from ? sql.fragment`AND status = ANY(${sql.array([...from], 'text')})` : sql.fragment``}
-    RETURNING 1`)
-  return hit !== null
 }

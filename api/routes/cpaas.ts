@@ -1,37 +1,41 @@
-// Spec 4.10: the provider's callbacks. No JWT: signatures on the raw body are checked by the
-// telephony module before anything is parsed. Not rate-limited per tenant (they are not API calls).
+// Spec 4.10: the provider's callbacks. No JWT: each route is `signed`, so the pipeline checks the
+// provider's signature on the raw body before the handler runs (DECISIONS 5). Not rate-limited per
+// tenant (they are not API calls). The handlers are a typed dependency (gateway/telephony.ts).
 import { Type } from '@sinclair/typebox'
 import { route, type ApiReply, type ApiRequest, type RouteDef } from '../route.js'
-import type { Services } from '../services.js'
+import { EMPTY_RESPONSE } from '../cpaas/texml.js'
 
 export interface CallbackHandlers {
-  voice(req: ApiRequest): Promise<ApiReply>
-  voiceStatus(req: ApiRequest): Promise<ApiReply>
-  dialStatus(req: ApiRequest): Promise<ApiReply>
-  recording(req: ApiRequest): Promise<ApiReply>
+  voice(req: ApiRequest): ApiReply
+  voiceStatus(req: ApiRequest): ApiReply
+  dialStatus(req: ApiRequest): ApiReply
+  recording(req: ApiRequest): ApiReply
   sms(req: ApiRequest): Promise<ApiReply>
 }
 
-function handlersOf(s: Services): CallbackHandlers {
-  const t = s['telephony'] as CallbackHandlers | undefined
-  if (!t) throw new Error('telephony is not wired')
-  return t
-}
-
 const XML = 'application/xml'
+const JSON_TYPE = 'application/json; charset=utf-8'
+const xmlRefusal: ApiReply = { status: 403, body: EMPTY_RESPONSE, contentType: XML }
 const common = { auth: 'none', rawBody: true, rateLimit: false, bodyLimit: 64 * 1024, problems: [] } as const
+const voice = (name: string) => ({ ...common, form: true, contentType: XML, signed: { refusal: xmlRefusal, name } })
+const Ok = Type.Object({ ok: Type.Boolean() })
 
-export const cpaasRoutes: RouteDef[] = [
-  route({ ...common, method: 'POST', path: '/v1/webhooks/cpaas/voice', contentType: XML, summary: 'Inbound call: answers TeXML',
-    response: { 200: Type.String(), 400: Type.String(), 403: Type.String() }, handler: req => handlersOf(req.services).voice(req) }),
-  route({ ...common, method: 'POST', path: '/v1/webhooks/cpaas/voice/status', contentType: XML, summary: 'Call leg status',
-    response: { 200: null, 400: Type.String(), 403: Type.String() }, handler: req => handlersOf(req.services).voiceStatus(req) }),
-  route({ ...common, method: 'POST', path: '/v1/webhooks/cpaas/voice/dial-status', contentType: XML, summary: 'Dial outcome: answers Hangup',
-    response: { 200: Type.String(), 400: Type.String(), 403: Type.String() }, handler: req => handlersOf(req.services).dialStatus(req) }),
-  route({ ...common, method: 'POST', path: '/v1/webhooks/cpaas/voice/recording', contentType: XML, summary: 'Recording ready',
-    response: { 200: null, 400: Type.String(), 403: Type.String() }, handler: req => handlersOf(req.services).recording(req) }),
-  route({ ...common, method: 'POST', path: '/v1/webhooks/cpaas/sms', summary: 'Inbound SMS or delivery status: answers {ok:true}',
-    contentType: 'application/json; charset=utf-8',
-    response: { 200: Type.Object({ ok: Type.Boolean() }), 400: Type.Object({ ok: Type.Boolean() }), 403: Type.Object({ ok: Type.Boolean() }) },
-    handler: req => handlersOf(req.services).sms(req) }),
-]
+export function cpaasRoutes(t: CallbackHandlers): RouteDef[] {
+  return [
+    route({ ...voice('voice'), method: 'POST', path: '/v1/webhooks/cpaas/voice', summary: 'Inbound call: answers TeXML',
+      response: { 200: Type.String(), 400: Type.String(), 403: Type.String() }, handler: req => t.voice(req) }),
+    route({ ...voice('voice/status'), method: 'POST', path: '/v1/webhooks/cpaas/voice/status', summary: 'Call leg status',
+      response: { 200: null, 400: Type.String(), 403: Type.String() }, handler: req => t.voiceStatus(req) }),
+    route({ ...voice('voice/dial-status'), method: 'POST', path: '/v1/webhooks/cpaas/voice/dial-status', summary: 'Dial outcome: answers Hangup',
+      response: { 200: Type.String(), 400: Type.String(), 403: Type.String() }, handler: req => t.dialStatus(req) }),
+    route({ ...voice('voice/recording'), method: 'POST', path: '/v1/webhooks/cpaas/voice/recording', summary: 'Recording ready',
+      response: { 200: null, 400: Type.String(), 403: Type.String() }, handler: req => t.recording(req) }),
+    route({
+      ...common, method: 'POST', path: '/v1/webhooks/cpaas/sms', contentType: JSON_TYPE,
+      signed: { refusal: { status: 403, body: '{"ok":false}', contentType: JSON_TYPE }, name: 'sms' },
+      summary: 'Inbound SMS or delivery status: answers {ok:true} once the forward is handed to the provider, 503 + Retry-After when it cannot be in time',
+      response: { 200: Ok, 400: Ok, 403: Ok, 503: Ok },
+      handler: req => t.sms(req),
+    }),
+  ]
+}

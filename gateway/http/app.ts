@@ -11,12 +11,15 @@ import { rateLimitHeaders, rateLimiterOf, WINDOW_MS, type RateDecision, type Rat
 import { ApiProblem, type ApiReply, type ApiRequest, type AuthContext, type RouteDef } from '../../api/route.js'
 import type { Services } from '../../api/services.js'
 import { hasUnicodeEscape, isUtf8, uncleanTextAt, UNCLEAN_TEXT_DETAIL } from '../../api/text-guard.js'
+import { parseForm } from '../../api/cpaas/form.js'
+import type { SignedRequest, VerifyResult } from '../cpaas/signature.js'
 import { BodyAborted, BodyTooLarge, DRAIN_LIMIT, jsonNestsDeeper, MAX_JSON_DEPTH, readBody } from './body.js'
 import { capture, type Captured } from './capture.js'
 import { compileRoute, type CompiledRoute } from './compile.js'
 import { parseQuery } from './query.js'
 import { send, type Outgoing } from './respond.js'
 import { toFieldIssues } from './validation-errors.js'
+import { toStoreError } from '../../sql/errors.js'
 
 export interface HttpAppOptions {
   services: Services
@@ -27,6 +30,8 @@ export interface HttpAppOptions {
   checkResponses?: boolean
   /** Register on this app instead of a new uWS.App() (benchmarks drive the handlers in process). */
   app?: TemplatedApp
+  /** Checks the provider's signature of a `signed` route (DECISIONS 5); required when one is routed. */
+  verifyCallback?: (req: SignedRequest) => VerifyResult
 }
 
 export interface HttpApp {
@@ -42,8 +47,8 @@ interface Env {
   baseUrl: string
   auth: Authenticator
   limiter: RateLimiter
-  nodeId: string
   checkResponses: boolean
+  verifyCallback: ((req: SignedRequest) => VerifyResult) | null
   inFlight: number
   drained: (() => void) | null
 }
@@ -52,7 +57,7 @@ interface Env {
 const JSON_TYPE = 'application/json'
 const PROBLEM_TYPE = 'application/problem+json'
 const UWS_METHOD = { GET: 'get', POST: 'post', PATCH: 'patch', PUT: 'put', DELETE: 'del' } as const
-let seq = 0
+const EMPTY = Buffer.alloc(0)
 
 export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const { services } = opts
@@ -62,8 +67,8 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     baseUrl: services.config.publicBaseUrl,
     auth: authenticatorOf(services),
     limiter: rateLimiterOf(services),
-    nodeId: services.config.nodeId,
     checkResponses: opts.checkResponses ?? false,
+    verifyCallback: opts.verifyCallback ?? null,
     inFlight: 0,
     drained: null,
   }
@@ -71,6 +76,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const methodsByPath = new Map<string, string[]>()
   for (const def of opts.routes) {
     const key = `${def.method} ${def.path}`
+    if (def.signed && !env.verifyCallback) throw new Error(`${key} is signed, but no callback verifier was given`)
     const known = methodsByPath.get(def.path) ?? []
     if (known.includes(def.method)) throw new Error(`route registered twice: ${key}`)
     methodsByPath.set(def.path, [...known, def.method])
@@ -150,6 +156,15 @@ async function run(env: Env, r: CompiledRoute, res: HttpResponse, c: Captured, r
   let out: Outgoing
   let failure: unknown = null
   try {
+    if (def.signed) {
+      const v = env.verifyCallback!({ headers: c.headers, rawBody: raw ?? EMPTY, path: c.path, query: c.rawQuery })
+      if (!v.ok) {
+        env.log.warn({ reason: v.reason, callback: def.signed.name }, 'callback signature refused')
+        out = replyOut(env, r, def.signed.refusal)
+        finish(env, def.path, res, c, out, null)
+        return
+      }
+    }
     if (def.auth !== 'none') auth = await env.auth.authenticate(c.headers.authorization, def.auth, def.roles)
     if (auth && r.rateLimited) {
       const now = env.services.now()
@@ -228,7 +243,7 @@ function buildRequest(env: Env, r: CompiledRoute, c: Captured, raw: Buffer | nul
     ip: c.ip,
     auth,
     services: env.services,
-    requestId: `${env.nodeId}-${(++seq).toString(36)}`,
+    form: def.form && raw ? parseForm(raw) : null,
   }
 }
 
@@ -274,6 +289,11 @@ function problemOut(env: Env, slug: ProblemSlug, detail?: string, errors?: Field
 
 function errorOut(env: Env, err: unknown): Outgoing {
   if (err instanceof ApiProblem) return problemOut(env, err.slug, err.detail, err.errors, err.headers)
+  // Postgres unreachable (issue 18): say so, and when to come back, rather than 500.
+  const slug = toStoreError(err).slug
+  if (slug === 'unavailable' || slug === 'retryable') {
+    return problemOut(env, 'unavailable', 'The database is unreachable; retry after the Retry-After delay', undefined, { 'retry-after': '2' })
+  }
   // Never the message: a driver error can quote a value (spec 7: no stack or driver message).
   return problemOut(env, 'internal', 'An unexpected error occurred; retry with backoff')
 }

@@ -47,7 +47,7 @@ t.test('swap target', async t => {
   t.notMatch(JSON.stringify(audits), /\+\d{8}/, 'no phone number in the audit log')
 
   const events = await api.svc.db.pool.any(sql.unsafe`SELECT type, envelope FROM outbox WHERE session_id = ${s.id} ORDER BY id`) as readonly { type: string; envelope: { data: Record<string, unknown> } }[]
-  t.same(events.map(e => e.type), ['session.created', 'session.activated', 'session.target_swapped'])
+  t.same(events.map(e => e.type), ['session.created', 'session.activated', 'session.target_swapped', 'call.incoming'], 'the new customer\'s call follows the swap')
   t.match(events[2]!.envelope.data, { sessionId: s.id, tenantId: acct.tenantId, proxyNumber: s.proxyNumber, timestamp: String })
 
   await api.req('POST', `/v1/sessions/${s.id}/end`, { token: acct.token })

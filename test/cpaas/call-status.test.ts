@@ -3,7 +3,7 @@
 // Never backwards, duplicates ignored, terminal states final. The parent leg (the TeXML
 // application's status callback, issue #5) ends only a call that was never answered.
 import t from 'tap'
-import { applyCallStatus, billableMinutes, isTerminalCallStatus, parseDurationSeconds, type CallStatusInput } from '../../api/cpaas/call-status.js'
+import { applyCallStatus, billableMinutes, isTerminalCallStatus, parseDurationSeconds, type CallStatusInput } from '../../engine/call-status.js'
 import type { CallStatus } from '../../engine/types.js'
 
 type Row = [CallStatus, CallStatusInput['source'], string, number | undefined, ReturnType<typeof applyCallStatus>]

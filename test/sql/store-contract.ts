@@ -26,7 +26,7 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
 
   t.test('migrations: all applied, one current price per tier and metric', async t => {
     const versions = await db.pool.anyFirst(sql.unsafe`SELECT version FROM schema_migrations ORDER BY version`)
-    t.same(versions, ['001', '002', '003'])
+    t.same(versions, ['001', '002', '003', '004'])
     // 003: room on every page, so the call_count bump of each routed call is a HOT update.
     t.same(await db.pool.oneFirst(sql.unsafe`SELECT reloptions FROM pg_class WHERE relname = 'sessions'`), ['fillfactor=85'])
     t.equal(await count(db.pool, 'pricing', sql.fragment`effective_until IS NULL`), 18)
@@ -299,17 +299,19 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     t.equal(await w.upsertCall({ ...calls[0]!, id: uuidv7() }), calls[0]!.id, 'a replayed CallSid keeps the first record')
     t.equal(await count(db.pool, 'call_records', sql.fragment`session_id = ${rec.id}`), 25)
 
-    const first = { providerCallId: calls[0]!.providerCallId }
-    t.equal(await w.updateCall(first, { status: 'ANSWERED', answeredAt: T0 + 2000 }, ['RINGING']), true)
-    t.equal(await w.updateCall(first, { status: 'ANSWERED', answeredAt: T0 + 9000 }, ['RINGING']), false, 'a duplicate changes nothing')
-    t.equal(await w.updateCall({ callId: calls[0]!.id }, { status: 'COMPLETED', durationSeconds: 61, endedAt: T0 + 63_000 }, ['RINGING', 'ANSWERED']), true)
-    t.equal(await w.updateCall({ callId: calls[0]!.id }, { status: 'RINGING' }, ['RINGING', 'ANSWERED']), false, 'never backwards')
-    t.equal(await w.updateCall({ callId: 'nope' }, { status: 'FAILED' }), false)
-    t.match(await getCallRecord(db.pool, { callId: calls[0]!.id }), { status: 'COMPLETED', durationSeconds: 61, answeredAt: T0 + 2000, endedAt: T0 + 63_000, recordingConsentPlayed: true })
+    // Callbacks are applied against the call's state: forward only, a duplicate changes nothing.
+    const first = { callId: calls[0]!.id }
+    t.equal(await w.callEvent({ key: { providerCallId: calls[0]!.providerCallId }, source: 'status', value: 'in-progress', at: T0 + 2000 }), true)
+    t.equal(await w.callEvent({ key: first, source: 'status', value: 'in-progress', at: T0 + 9000 }), false, 'a duplicate changes nothing')
+    t.equal(await w.callEvent({ key: first, source: 'dial-status', value: 'completed', duration: 61, at: T0 + 63_000 }), true)
+    t.equal(await w.callEvent({ key: first, source: 'status', value: 'busy', at: T0 + 64_000 }), false, 'never backwards')
+    t.equal(await w.callEvent({ key: { callId: 'nope' }, source: 'status', value: 'failed', at: T0 }), false)
+    t.equal(await w.callEvent({ key: { callId: uuidv7() }, source: 'status', value: 'failed', at: T0 }), false, 'an unknown call changes nothing')
+    t.match(await getCallRecord(db.pool, first), { status: 'COMPLETED', durationSeconds: 61, answeredAt: T0 + 2000, endedAt: T0 + 63_000, recordingConsentPlayed: true })
 
-    // Queued in one batch: the insert lands before the update that follows it.
+    // Queued in one batch: the insert lands before the callback that follows it.
     const late = call(30)
-    const [lateId, lateUpdated] = await Promise.all([w.upsertCall(late), w.updateCall({ providerCallId: late.providerCallId }, { status: 'MISSED' }, ['RINGING'])])
+    const [lateId, lateUpdated] = await Promise.all([w.upsertCall(late), w.callEvent({ key: { providerCallId: late.providerCallId }, source: 'status', value: 'busy', at: T0 + 31_000 })])
     t.equal(lateId, late.id)
     t.equal(lateUpdated, true)
 
@@ -363,8 +365,8 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
       id: uuidv7(), sessionId: rec.id, tenantId: tenant.id, providerMessageId: `SM-${rec.id}-${i}`, forwardMessageId: `FW-${rec.id}-${i}`,
       direction: 'A_TO_B' as const, status: 'SENT' as const, sentAt: T0 + (i < 2 ? 0 : 60_000),
     }))
-    t.same(await Promise.all(sms.map(m => w.upsertSms(m))), sms.map(m => m.id))
-    t.equal(await w.upsertSms({ ...sms[0]!, id: uuidv7() }), sms[0]!.id, 'a replayed message id keeps the first record')
+    t.same((await Promise.all(sms.map(m => w.upsertSms(m)))).map(r => r?.id), sms.map(m => m.id))
+    t.same(await w.upsertSms({ ...sms[0]!, id: uuidv7() }), { id: sms[0]!.id, status: 'SENT' }, 'a replayed message id keeps the first record')
     t.equal(await w.updateSmsStatusByForwardId(sms[0]!.forwardMessageId, 'DELIVERED', T0 + 1000), true)
     t.equal(await w.updateSmsStatusByForwardId(sms[0]!.forwardMessageId, 'SENT'), false, 'never backwards')
     t.equal(await w.updateSmsStatusByForwardId(sms[0]!.forwardMessageId, 'FAILED'), false, 'DELIVERED is final')
@@ -418,16 +420,12 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     t.equal(await outbox(incoming.id), 1)
     t.equal(await outbox(replayEvent.id), 0, 'a replayed CallSid emits nothing')
 
-    // A guarded update: event and usage only when it matched.
-    const ended = envelope(rec, 'call.ended', T0 + 60_000)
-    const minutes = { tenantId: tenant.id, metric: 'call_minute' as const, quantity: 1, at: T0 + 60_000, sessionId: rec.id, dedupeKey: `call_minute:${first.id}` }
-    t.equal(await w.updateCall({ callId: first.id }, { status: 'COMPLETED', durationSeconds: 42 }, ['RINGING', 'ANSWERED'], { events: [ended], usage: [minutes] }), true)
-    const again = envelope(rec, 'call.ended', T0 + 61_000)
-    t.equal(await w.updateCall({ callId: first.id }, { status: 'COMPLETED', durationSeconds: 42 }, ['RINGING', 'ANSWERED'], { events: [again], usage: [{ ...minutes, dedupeKey: 'call_minute:other' }] }), false)
-    t.equal(await outbox(ended.id), 1)
-    t.equal(await usage(`call_minute:${first.id}`), 1)
-    t.equal(await outbox(again.id), 0, 'an update that did not match emits nothing')
-    t.equal(await usage('call_minute:other'), 0, 'and bills nothing')
+    // A callback that changes the call: its event and usage commit with it, once.
+    t.equal(await w.callEvent({ key: { callId: first.id }, source: 'dial-status', value: 'completed', duration: 42, at: T0 + 60_000 }), true)
+    t.equal(await w.callEvent({ key: { callId: first.id }, source: 'dial-status', value: 'completed', duration: 42, at: T0 + 61_000 }), false)
+    const ended = await db.pool.anyFirst(sql.unsafe`SELECT id FROM outbox WHERE type = 'call.ended' AND envelope->'data'->>'callId' = ${first.id}`) as readonly string[]
+    t.equal(ended.length, 1, 'one call.ended')
+    t.equal(await usage(`call_minute:${first.id}`), 1, 'billed once')
 
     // A refused change (unknown session) takes its event and its usage down with it.
     const orphan = { ...callRow(3), sessionId: uuidv7() }
@@ -441,7 +439,7 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
 
     // The forward's outcome: sms.sent only while the message was still QUEUED.
     const queued = { ...sms, sessionId: rec.id, providerMessageId: `SM-fx2-${rec.id}` }
-    t.equal(await w.upsertSms(queued), queued.id)
+    t.same(await w.upsertSms(queued), { id: queued.id, status: 'QUEUED' })
     const sent = envelope(rec, 'sms.sent', T0 + 5)
     t.equal(await w.markSmsForwarded(queued.id, 'FW-fx', 'SENT', T0 + 5, { events: [sent] }), true)
     const twice = envelope(rec, 'sms.sent', T0 + 6)
@@ -449,7 +447,7 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     t.equal(await outbox(sent.id), 1)
     t.equal(await outbox(twice.id), 0)
 
-    t.same(announced, [incoming.id, ended.id, sent.id], 'announced after commit: exactly the events written, in order')
+    t.same(announced, [incoming.id, ended[0], sent.id], 'announced after commit: exactly the events written, in order')
   })
 
   t.test('retention keeps at least 30 days of call and SMS records', async t => {

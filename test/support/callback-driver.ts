@@ -44,6 +44,8 @@ export interface CallbackDriverOptions {
   publicBaseUrl?: string
   /** Epoch ms, for the telnyx-timestamp (default Date.now). */
   now?: () => number
+  /** Awaited after each callback is answered: e.g. the in-process service's record flush. */
+  settled?: () => Promise<void>
 }
 
 export interface PostOptions {
@@ -119,6 +121,7 @@ export class CallbackDriver {
   readonly #hmacSecret: string | undefined
   readonly #publicBaseUrl: string
   readonly #now: () => number
+  readonly #settled: (() => Promise<void>) | undefined
 
   constructor(opts: CallbackDriverOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '')
@@ -127,6 +130,7 @@ export class CallbackDriver {
     this.#hmacSecret = opts.hmacSecret
     this.#publicBaseUrl = (opts.publicBaseUrl ?? this.baseUrl).replace(/\/+$/, '')
     this.#now = opts.now ?? Date.now
+    this.#settled = opts.settled
     if (this.mode === 'hmac-sha1' && !this.#hmacSecret) throw new Error('CallbackDriver: hmac-sha1 needs hmacSecret')
   }
 
@@ -167,7 +171,11 @@ export class CallbackDriver {
       else headers[k] = v
     }
     const body = opts.tamper ? opts.tamper(rawBody) : rawBody
-    return fetch(this.baseUrl + path + (signed.query ? '?' + signed.query : ''), { method: 'POST', headers, body })
+    const res = await fetch(this.baseUrl + path + (signed.query ? '?' + signed.query : ''), { method: 'POST', headers, body })
+    // Records are written behind the answer (DECISIONS 5): an in-process service lets the test
+    // see what this callback caused before it reads anything.
+    await this.#settled?.()
+    return res
   }
 
   postForm(subPath: string, fields: Record<string, string | number | undefined>, opts?: PostOptions): Promise<Response> {

@@ -118,7 +118,7 @@ export async function startTestService(t: TapLike, opts: { env?: Record<string, 
     return `+1415555${String(1000 + i).padStart(4, '0')}`
   }
 
-  const driver = new CallbackDriver({ baseUrl: svc.url, mode: 'none' })
+  const driver = new CallbackDriver({ baseUrl: svc.url, mode: 'none', settled: () => svc.flushRecords() })
   return { svc, url: svc.url, req, signup, phone, driver, logLines, partyNumbers, secrets }
 }
 
@@ -150,7 +150,7 @@ export async function startTelnyxService(t: TapLike, opts: TelnyxServiceOptions 
     },
     ...(opts.now ? { now: opts.now } : {}),
   })
-  const driver = new CallbackDriver({ baseUrl: api.url, mode: 'telnyx-ed25519', keyPair: keys, ...(opts.now ? { now: opts.now } : {}) })
+  const driver = new CallbackDriver({ baseUrl: api.url, mode: 'telnyx-ed25519', keyPair: keys, settled: () => api.svc.flushRecords(), ...(opts.now ? { now: opts.now } : {}) })
   return { ...api, driver, keys, fake, backupFake }
 }
 

@@ -19,7 +19,7 @@
 // always fires when a bridge ends. Only a parent that ends while the call still rings says something
 // no other callback will: the caller gave up, possibly during the consent prompt, before the Dial
 // (and with it every other callback) ever started (issue #5).
-import type { CallStatus } from '../../engine/types.js'
+import type { CallStatus } from './types.js'
 
 export type CallEventName = 'call.answered' | 'call.ended' | 'call.failed'
 
