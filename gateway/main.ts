@@ -3,6 +3,7 @@
 // in-process bus, so it needs nothing else installed.
 import { loadConfig, ConfigError } from './config.js'
 import { startService } from './service.js'
+import { installProcessPolicy } from './process-policy.js'
 
 let config
 try {
@@ -16,6 +17,7 @@ try {
 }
 
 const service = await startService({ config })
+installProcessPolicy(process, { log: service.log, close: () => service.close(), exit: code => process.exit(code) })
 let stopping = false
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {

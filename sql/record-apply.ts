@@ -269,9 +269,14 @@ async function insertCalls(tx: CommonQueryMethods, calls: ReadonlyArray<{ row: C
         initiated_at timestamptz, answered_at timestamptz, ended_at timestamptz, recording_consent_played boolean, party_b_hash text)
       ON CONFLICT (provider_call_id) DO NOTHING
       RETURNING provider_call_id, id, session_id, initiated_at),
+    -- The sessions' rows are locked in id order, as the expiry sweep locks them (sql/sessions.ts):
+    -- a batch of several sessions' calls never deadlocks with it.
+    locked AS MATERIALIZED (
+      SELECT id FROM sessions WHERE id IN (SELECT session_id FROM ins) ORDER BY id FOR NO KEY UPDATE),
     counted AS (
       UPDATE sessions s SET call_count = s.call_count + c.n, last_call_at = GREATEST(s.last_call_at, c.at)
       FROM (SELECT session_id, count(*)::int AS n, max(initiated_at) AS at FROM ins GROUP BY session_id) c
+      JOIN locked l ON l.id = c.session_id
       WHERE s.id = c.session_id)
     ${events.length > 0 ? sql.fragment`, outbox_ins AS (${outboxInsertFrom(sql.fragment`
       SELECT e.env AS x FROM jsonb_to_recordset(${jsonb(events)}) AS e(call_id uuid, env jsonb)
