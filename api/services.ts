@@ -12,6 +12,8 @@ export interface ServiceConfig {
   cooldownSeconds: number
   retentionDays: number
   webhookAllowInsecure: boolean
+  /** TRUSTED_PROXY (DECISIONS 1): peers whose X-Forwarded-For is believed. None: the peer is the client. */
+  trustedProxies?: readonly string[]
 }
 
 export interface SessionCommands {

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { validateSignatureConfig } from './cpaas/signature.js'
+import { canonicalIp } from './http/client-ip.js'
 
 const Bool = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')])
 const Int = Type.String({ pattern: '^[0-9]+$' })
@@ -33,6 +34,7 @@ export const EnvSchema = Type.Object({
   CPAAS_HMAC_SECRET: Type.Optional(Type.String({ minLength: 16 })),
   WEBHOOK_ALLOW_INSECURE: Type.Optional(Bool),
   RETENTION_DAYS: Type.Optional(Int),
+  TRUSTED_PROXY: Type.Optional(Type.String({ minLength: 1 })),
   SHUTDOWN_GRACE_SECONDS: Type.Optional(Int),
   LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)))),
 })
@@ -57,6 +59,8 @@ export interface Config {
   hmacSecret: string | undefined
   webhookAllowInsecure: boolean
   retentionDays: number
+  /** TRUSTED_PROXY: the terminators whose X-Forwarded-For is believed (canonical spellings). */
+  trustedProxies: string[]
   /** SIGTERM: how long in-flight work may drain (DECISIONS 1). */
   shutdownGraceSeconds: number
   logLevel: string
@@ -98,6 +102,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (signature === 'hmac-sha1' && !e.CPAAS_HMAC_SECRET) throw new ConfigError('invalid configuration: CPAAS_HMAC_SECRET is required with CPAAS_SIGNATURE=hmac-sha1')
   const retentionDays = e.RETENTION_DAYS !== undefined ? Number(e.RETENTION_DAYS) : 90
   if (retentionDays < 30) throw new ConfigError('invalid configuration: RETENTION_DAYS must be at least 30')
+  const trustedProxies = (e.TRUSTED_PROXY ?? '').split(',').map(p => p.trim()).filter(Boolean).map(p => canonicalIp(p) ?? '')
+  if (trustedProxies.includes('')) throw new ConfigError(`invalid configuration: TRUSTED_PROXY=${JSON.stringify(e.TRUSTED_PROXY)} must be IP addresses, comma-separated`)
 
   let jwtSecret: Uint8Array
   let phoneKey: Buffer
@@ -136,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     hmacSecret: e.CPAAS_HMAC_SECRET,
     webhookAllowInsecure: e.WEBHOOK_ALLOW_INSECURE === 'true' || e.WEBHOOK_ALLOW_INSECURE === '1',
     retentionDays,
+    trustedProxies,
     shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS !== undefined ? Number(e.SHUTDOWN_GRACE_SECONDS) : 10,
     logLevel: e.LOG_LEVEL ?? 'info',
   }

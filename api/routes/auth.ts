@@ -7,6 +7,7 @@ import { Email, Tier, UserView, Uuid, StringEnum } from '../schemas/common.js'
 import { rateLimitHeaders, rateLimiterOf, LOGIN_LIMIT_PER_IP, TOKEN_LIMIT_PER_KEY, WINDOW_MS } from '../rate-limit/limiter.js'
 import { apiKeyHash, newCredentials, secretMatches } from '../auth/credentials.js'
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../auth/passwords.js'
+import { accountKey, recordFailedSignIn, refuseLockedAccount } from '../auth/account-throttle.js'
 import { issueToken, TENANT_SCOPES, TOKEN_TTL_SECONDS } from '../auth/tokens.js'
 import { createTenantWithOwner, findCredential, findUserByEmail, rotateCredentials } from '../../sql/tenants.js'
 import { notifyTenantChanged } from './config.js'
@@ -38,6 +39,9 @@ const LoginReply = Type.Object({
 })
 
 const RotateReply = Type.Object({ apiKey: Type.String(), apiSecret: Type.String() })
+
+/** Issue 19: signups per address and minute. Each costs a password hash and a tenant. */
+const SIGNUP_LIMIT_PER_IP = 20
 
 /** Retry-After of a throttle that cannot decide: about how long Redis takes to be reconnected. */
 const THROTTLE_DOWN_RETRY_AFTER_S = 2
@@ -76,9 +80,10 @@ export const authRoutes: RouteDef[] = [
   }),
   route({
     method: 'POST', path: '/v1/auth/signup', auth: 'none', summary: 'Create a tenant and its OWNER user',
-    body: SignupBody, response: { 201: SignupReply }, problems: ['validation', 'conflict'],
+    body: SignupBody, response: { 201: SignupReply }, problems: ['validation', 'conflict', 'rate-limit', 'unavailable'],
     async handler(req) {
       const s = req.services
+      const limits = await throttle(s, `signup:${req.ip}`, SIGNUP_LIMIT_PER_IP)
       const { companyName, email, password } = req.body
       const tenantId = uuidv7(s.now())
       const userId = uuidv7(s.now())
@@ -88,11 +93,11 @@ export const authRoutes: RouteDef[] = [
         tenantId, name: companyName, salt: randomBytes(32), userId, email, passwordHash: await hashPassword(password),
         credentialId, keyHash: creds.keyHash, secretMac: creds.secretMac,
       })
-      if (outcome === 'conflict') throw new ApiProblem('conflict', 'The email or the company name is already in use')
+      if (outcome === 'conflict') throw new ApiProblem('conflict', 'The email or the company name is already in use', { headers: limits })
       await notifyTenantChanged(s, tenantId)
       const accessToken = await issueToken(s.jwtSecret, { typ: 'tenant', sub: credentialId, tenantId, tier: 'STARTER', scopes: [...TENANT_SCOPES] }, s.now())
       return {
-        status: 201, headers: NO_STORE,
+        status: 201, headers: { ...limits, ...NO_STORE },
         body: { tenantId, apiKey: creds.apiKey, apiSecret: creds.apiSecret, accessToken, user: { id: userId, email, role: 'OWNER', tenantId } },
       }
     },
@@ -104,8 +109,13 @@ export const authRoutes: RouteDef[] = [
       const s = req.services
       const limits = await throttle(s, `login:${req.ip}`, LOGIN_LIMIT_PER_IP)
       const user = await findUserByEmail(s.db, req.body.email)
+      const account = accountKey(req.body.email, user?.id ?? null)
+      refuseLockedAccount(s, account) // issue 19: bounds guesses spread over many addresses
       const ok = user ? await verifyPassword(req.body.password, user.passwordHash) : (await burnPasswordCheck(req.body.password), false)
-      if (!user || !ok) throw new ApiProblem('unauthorized', 'Wrong email or password', { headers: limits })
+      if (!user || !ok) {
+        await recordFailedSignIn(s, account)
+        throw new ApiProblem('unauthorized', 'Wrong email or password', { headers: limits })
+      }
       if (user.tenant.status !== 'ACTIVE') throw new ApiProblem('forbidden', 'The tenant is suspended', { headers: limits })
       const accessToken = await issueToken(s.jwtSecret, { typ: 'user', sub: user.id, tenantId: user.tenantId, tier: user.tenant.tier, role: user.role }, s.now())
       return {

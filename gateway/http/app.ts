@@ -15,6 +15,7 @@ import { parseForm } from '../../api/cpaas/form.js'
 import type { SignedRequest, VerifyResult } from '../cpaas/signature.js'
 import { BodyAborted, BodyTooLarge, DRAIN_LIMIT, jsonNestsDeeper, MAX_JSON_DEPTH, readBody } from './body.js'
 import { capture, type Captured } from './capture.js'
+import { clientIpResolver, type ClientIpResolver } from './client-ip.js'
 import { compileRoute, type CompiledRoute } from './compile.js'
 import { parseQuery } from './query.js'
 import { send, type Outgoing } from './respond.js'
@@ -48,6 +49,7 @@ interface Env {
   auth: Authenticator
   limiter: RateLimiter
   checkResponses: boolean
+  clientIp: ClientIpResolver
   verifyCallback: ((req: SignedRequest) => VerifyResult) | null
   inFlight: number
   drained: (() => void) | null
@@ -68,6 +70,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     auth: authenticatorOf(services),
     limiter: rateLimiterOf(services),
     checkResponses: opts.checkResponses ?? false,
+    clientIp: clientIpResolver(services.config.trustedProxies),
     verifyCallback: opts.verifyCallback ?? null,
     inFlight: 0,
     drained: null,
@@ -118,7 +121,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
 }
 
 function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpRequest): void {
-  const c = capture(res, req, r.paramNames)
+  const c = capture(res, req, r.paramNames, env.clientIp)
   res.onAborted(() => {
     c.aborted = true
     c.abortBody?.()
@@ -323,7 +326,7 @@ function finish(env: Env, route: string | null, res: HttpResponse, c: Captured, 
 }
 
 function fallback(env: Env, res: HttpResponse, req: HttpRequest, route: string | null, slug: 'not-found' | 'method-not-allowed', extra?: { allow: string }): void {
-  const c = capture(res, req, [])
+  const c = capture(res, req, [], env.clientIp)
   env.inFlight++
   const detail = slug === 'not-found' ? 'No such endpoint' : `Allowed methods: ${extra!.allow}`
   finish(env, route, res, c, problemOut(env, slug, detail, undefined, extra ? { allow: extra.allow } : undefined), null)

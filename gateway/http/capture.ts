@@ -1,6 +1,7 @@
 // Everything a request needs, copied out of uWS synchronously (STYLE 6): `req` is only valid
 // until the handler returns, and nothing about the request may be read after the first await.
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
+import type { ClientIpResolver } from './client-ip.js'
 
 export interface Captured {
   method: string
@@ -15,7 +16,10 @@ export interface Captured {
   abortBody?: () => void
 }
 
-export function capture(res: HttpResponse, req: HttpRequest, paramNames: readonly string[]): Captured {
+/** The peer address is the client unless `clientIp` (TRUSTED_PROXY) says otherwise. */
+const peerOnly: ClientIpResolver = peer => peer
+
+export function capture(res: HttpResponse, req: HttpRequest, paramNames: readonly string[], clientIp: ClientIpResolver = peerOnly): Captured {
   const headers: Record<string, string> = {}
   req.forEach((k, v) => { headers[k] = v })
   const params: Record<string, string> = {}
@@ -29,7 +33,7 @@ export function capture(res: HttpResponse, req: HttpRequest, paramNames: readonl
     path: req.getUrl(),
     rawQuery: req.getQuery() ?? '',
     params,
-    ip: clientIp(res, headers),
+    ip: clientIp(Buffer.from(res.getRemoteAddressAsText()).toString(), headers['x-forwarded-for']),
     start: performance.now(),
     aborted: false,
   }
@@ -43,21 +47,4 @@ function safeDecode(s: string): string {
   } catch {
     return s
   }
-}
-
-const LOOPBACK = /^(127\.|::1$|::ffff:127\.|0000:0000:0000:0000:0000:0000:0000:0001$|0000:0000:0000:0000:0000:ffff:7f)/
-
-/**
- * The peer address, or, when the peer is the TLS terminator on loopback (DECISIONS 1), the
- * address it appended to X-Forwarded-For (the rightmost entry: earlier ones are client-supplied).
- */
-function clientIp(res: HttpResponse, headers: Record<string, string>): string {
-  const peer = Buffer.from(res.getRemoteAddressAsText()).toString()
-  if (!LOOPBACK.test(peer)) return peer
-  const xff = headers['x-forwarded-for']
-  if (xff) {
-    const last = xff.slice(xff.lastIndexOf(',') + 1).trim()
-    if (last) return last
-  }
-  return peer
 }

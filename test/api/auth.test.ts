@@ -5,7 +5,7 @@ import { sql } from 'slonik'
 import { problems } from '../../api/problems.js'
 import { hashPassword } from '../../api/auth/passwords.js'
 import { uuidv7 } from '../../api/ids.js'
-import { startApi, problem, type Api } from '../gateway/harness.js'
+import { BASE_URL, startApi, problem, type Api } from '../gateway/harness.js'
 
 const API_KEY_RE = /^rk_live_[0-9a-f]{48}$/
 const API_SECRET_RE = /^rs_[0-9a-f]{64}$/
@@ -163,7 +163,9 @@ t.test('dashboard login', async t => {
 })
 
 t.test('dashboard login: 5 attempts per minute per IP', async t => {
-  const api = await startApi(t)
+  // The terminator on loopback is TRUSTED_PROXY: its X-Forwarded-For names the client (issue 19).
+  const config = { publicBaseUrl: BASE_URL, nodeId: 'test', cooldownSeconds: 900, retentionDays: 90, webhookAllowInsecure: false, trustedProxies: ['127.0.0.1'] }
+  const api = await startApi(t, { services: { config } })
   const ip = { 'x-forwarded-for': '203.0.113.9, 198.51.100.77' } // the terminator appended the last one
   const body = { email: 'nobody@example.com', password: 'wrong password' }
   for (let i = 0; i < 5; i++) t.equal((await api.post('/v1/auth/dashboard/login', { body, headers: ip })).status, 401)
