@@ -2,9 +2,9 @@
 // XML library: this sits on the sub-millisecond path of an inbound call. Every interpolated value
 // goes through escapeXml, attributes and text alike.
 
-/** Local structural copy of the engine's routing decision (engine/route.ts), so api/ does not
- * depend on the engine's file layout. The engine's richer types (branded ids, extra fields) are
- * assignable to these. */
+/** Structural copy of the engine's routing decision (engine/route-decision.ts, re-exported by
+ * engine/index.ts) with plain strings instead of branded ids, so tests and tools can build one from
+ * literals. The engine's richer types (branded ids, extra fields) are assignable to these. */
 export type RouteDecision =
   | {
       kind: 'connect'
