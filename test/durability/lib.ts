@@ -411,11 +411,12 @@ export async function callFacts(pool: DatabasePool, callIds: readonly string[], 
 
 /**
  * Everything that differs from: each call has exactly one record, COMPLETED with the duration
- * sent; exactly one of each of `eventTypes` (call.ended saying COMPLETED and that duration); one
+ * sent; exactly one of each of `events` (for all calls, or per call), no other event (call.ended
+ * saying COMPLETED and that duration); one
  * call_minute row of ceil(duration / 60); each session holds exactly its calls' records and its
  * call_count says so. One line per problem, grouped by kind, the first few examples each.
  */
-export function callProblems(f: CallFacts, calls: readonly WalkedCall[], eventTypes: readonly string[]): string[] {
+export function callProblems(f: CallFacts, calls: readonly WalkedCall[], events: readonly string[] | ((c: WalkedCall) => readonly string[])): string[] {
   const kinds = new Map<string, string[]>()
   const add = (kind: string, example: string) => { const a = kinds.get(kind); if (a) a.push(example); else kinds.set(kind, [example]) }
   for (const c of calls) {
@@ -427,6 +428,7 @@ export function callProblems(f: CallFacts, calls: readonly WalkedCall[], eventTy
       if (r.sessionId !== c.sessionId) add('record on another session', c.callId)
     }
     const ev = f.events.get(c.callId) ?? new Map<string, number>()
+    const eventTypes = typeof events === 'function' ? events(c) : events
     for (const type of eventTypes) {
       const n = ev.get(type) ?? 0
       if (n !== 1) add(`${n} × ${type} (want 1)`, c.callId)
