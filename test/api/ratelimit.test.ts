@@ -126,13 +126,21 @@ t.test('tenant limit over HTTP with the Redis limiter', async t => {
 })
 
 t.test('the tenant limiter failing admits the request (logged); the credential throttles fail closed', async t => {
-  const broken = { hit: async () => { throw new Error('ECONNREFUSED 127.0.0.1:6379') } }
-  const api = await startApi(t, { routes: ownRoutes([ping]), services: { rateLimiter: broken } })
+  // Up while the account is made (signup is throttled too), then down.
+  let down = false
+  const clock = new TestClock()
+  const memory = createMemoryRateLimiter({ now: clock.now })
+  const flaky: RateLimiter = { hit: (...a) => (down ? Promise.reject(new Error('ECONNREFUSED 127.0.0.1:6379')) : memory.hit(...a)) }
+  const api = await startApi(t, { routes: ownRoutes([ping]), services: { rateLimiter: flaky }, clock })
   const signup = await api.post('/v1/auth/signup', { body: { companyName: 'Down Co', email: 'down@example.com', password: 'long enough' } })
+  t.equal(signup.status, 201)
+  down = true
   const r = await api.get('/t/ping', { token: signup.body.accessToken })
   t.equal(r.status, 200)
   t.equal(r.headers.get('x-ratelimit-limit'), null, 'no headers without a decision')
   t.match(api.logLines().find(l => l.code === 'rate-limiter'), { level: 40, error: { type: 'Error' } })
   const token = await api.post('/v1/auth/token', { body: { apiKey: signup.body.apiKey, apiSecret: signup.body.apiSecret } })
   t.same([token.status, token.body.type, token.headers.get('retry-after')], [503, problem('unavailable', 503).type, '2'], 'the token exchange does not run unthrottled')
+  const again = await api.post('/v1/auth/signup', { body: { companyName: 'Down Co 2', email: 'down2@example.com', password: 'long enough' } })
+  t.same([again.status, again.headers.get('retry-after')], [503, '2'], 'nor does signup (a password hash each)')
 })
