@@ -169,7 +169,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       webhookDispatcher: dispatcher,
       config: {
         publicBaseUrl: cfg.publicBaseUrl, nodeId, cooldownSeconds: cfg.cooldownSeconds,
-        retentionDays: cfg.retentionDays, webhookAllowInsecure: cfg.webhookAllowInsecure,
+        retentionDays: cfg.retentionDays, webhookAllowInsecure: cfg.webhookAllowInsecure, trustedProxies: cfg.trustedProxies,
       },
       log,
       db: db.pool,
