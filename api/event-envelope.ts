@@ -1,3 +1,5 @@
+import { uuidv7 } from './ids.js'
+
 // DECISIONS 6: the one envelope for webhooks and the WebSocket stream. `data` is built from an
 // allow-list of fields, so a real phone number or SMS text cannot reach a tenant by accident.
 export type EventType =
@@ -35,6 +37,11 @@ export interface EventEnvelope {
 
 const DATA_KEYS = ['sessionId', 'tenantId', 'proxyNumber', 'state', 'timestamp', 'callId', 'direction',
   'status', 'durationSeconds', 'smsId', 'test'] as const
+
+/** A new event, its id a UUIDv7 minted at `at` (so ids order events in time). */
+export function newEnvelope(type: EventType, at: number, data: EventData): EventEnvelope {
+  return buildEnvelope(uuidv7(at), type, at, data)
+}
 
 export function buildEnvelope(id: string, type: EventType, at: number, data: EventData): EventEnvelope {
   const clean: Record<string, unknown> = {}

@@ -38,6 +38,7 @@ import { purgeOldRecords } from '../sql/retention.js'
 import { recordNumberRentals } from '../sql/billing.js'
 import { createSecretCipher } from '../sql/webhooks.js'
 import type { Config } from './config.js'
+import { orAfter } from './deadline.js'
 import { createBus, type Bus, type BusMessage } from './bus.js'
 import { createHttpApp } from './http/index.js'
 import { createSessionRunner } from './session-runner.js'
@@ -84,13 +85,6 @@ const RECORDS_WAIT_MS = 2_000
 const EXPIRY_SWEEP_MS = 250 // DECISIONS 4: expiry fires within 1 s of expiresAt
 const DAY_MS = 86_400_000
 const sqlPing = sql.unsafe`SELECT 1`
-
-/** Health must answer even when a dependency hangs: 'down' after `ms`. */
-function withTimeout(p: Promise<string>, ms: number): Promise<string> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<string>(resolve => { timer = setTimeout(() => resolve('down'), ms) })
-  return Promise.race([p, late]).finally(() => clearTimeout(timer))
-}
 
 export async function startService(opts: StartOptions): Promise<RunningService> {
   const t0 = performance.now()
@@ -179,9 +173,10 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       now,
       tenants,
       poolCounts: () => engine.poolCounts(now()),
+      // Health must answer even when a dependency hangs: 'down' after 2 s.
       checks: async () => ({
-        postgres: await withTimeout(db.pool.oneFirst(sqlPing).then(() => 'ok', () => 'down'), 2_000),
-        redis: redis ? await withTimeout(redis.ping().then(r => (r === 'PONG' ? 'ok' : 'down'), () => 'down'), 2_000) : 'disabled',
+        postgres: await orAfter(db.pool.oneFirst(sqlPing).then(() => 'ok', () => 'down'), 2_000, 'down'),
+        redis: redis ? await orAfter(redis.ping().then(r => (r === 'PONG' ? 'ok' : 'down'), () => 'down'), 2_000, 'down') : 'disabled',
       }),
       onTenantChanged: (t: TenantRouting) => {
         tenants.changed(t)
@@ -196,11 +191,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       // A session's events keep their order behind the call records queued before them (#6); while
       // Postgres is away that wait is bounded, and the command answers 503 (issue 18).
       flushRecords: async () => {
-        let timer: NodeJS.Timeout | undefined
-        const late = new Promise<'late'>(r => { timer = setTimeout(r, RECORDS_WAIT_MS, 'late') })
-        const outcome = await Promise.race([records.flush(), late])
-        clearTimeout(timer)
-        if (outcome === 'late') throw new StoreError('unavailable', 'records-backlog')
+        if (await orAfter(records.flush(), RECORDS_WAIT_MS, 'late') === 'late') throw new StoreError('unavailable', 'records-backlog')
       },
       db: db.pool, engine, mailboxes, tenants, cipher, hashParty, now,
       announce: (id, version, envelopes) => fanOut(envelopes, [{ kind: 'session', id, version }]),

@@ -15,13 +15,14 @@ import type { Engine, RouteDecision } from '../engine/index.js'
 import type { CallDirection, SmsStatus } from '../engine/types.js'
 import type { ApiReply, ApiRequest } from '../api/route.js'
 import type { CallbackHandlers } from '../api/routes/cpaas.js'
-import { buildEnvelope, type EventEnvelope, type EventType } from '../api/event-envelope.js'
+import { newEnvelope as event } from '../api/event-envelope.js'
 import { uuidv7 } from '../api/ids.js'
 import type { FormFields } from '../api/cpaas/form.js'
 import { decisionTexml, EMPTY_RESPONSE, hangupTexml } from '../api/cpaas/texml.js'
 import { parseDurationSeconds } from '../engine/call-status.js'
 import { parseSmsCallback } from '../api/cpaas/sms-payload.js'
 import { toProviderError, type SmsProvider } from './cpaas/provider.js'
+import { orAfter } from './deadline.js'
 import type { CallCallback, CallInsert, RecordWriter } from '../sql/records.js'
 import type { TenantDirectory } from './tenant-directory.js'
 
@@ -79,16 +80,10 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   const smsBudgetMs = d.smsBudgetMs ?? SMS_BUDGET_MS
   /** Recent provider ids → our ids: a replayed voice fetch gets the same callId and changes nothing. */
   const calls = new Recent<string>()
-  /** Calls this process routed: their records were queued here, so their callbacks need no rebuild. */
-  const routed = new Recent<true>()
   /** Inbound message ids whose forward is settled (handed over, dropped for good, or found done). */
   const forwarded = new Recent<true>()
   /** Forwards under way, so a provider retry waits for the same one instead of starting another. */
   const forwarding = new Map<string, Promise<SmsOutcome>>()
-
-  function event(type: EventType, at: number, data: Parameters<typeof buildEnvelope>[3]): EventEnvelope {
-    return buildEnvelope(uuidv7(at), type, at, data)
-  }
 
   /** The call record as the voice fetch writes it, for a decision the engine made. */
   function callRow(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, direction: CallDirection, proxy: string, callId: string, callSid: string, at: number): CallInsert {
@@ -127,7 +122,6 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
       if (callId === undefined) {
         const id = callId = uuidv7(now)
         calls.set(callSid, id)
-        routed.set(id, true)
         setImmediate(() => recordCallStart(dec, to, id, callSid, now))
       }
       if (dec.kind === 'connect') return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl, callId }), contentType: XML }
@@ -142,10 +136,10 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
    * carries the proxy in From and the called party in To, so its direction is the reverse.
    */
   function rebuild(callId: string, f: FormFields, leg: 'parent' | 'child', now: number): CallInsert | undefined {
-    if (routed.get(callId)) return undefined
     const from = f['From'], to = f['To']
     const callSid = leg === 'child' ? f['ParentCallSid'] : f['CallSid']
-    if (!from || !to || !callSid) return undefined
+    // A call this process routed had its record queued here: nothing to rebuild.
+    if (!from || !to || !callSid || calls.get(callSid) !== undefined) return undefined
     const [proxy, party] = leg === 'parent' ? [to, from] : [from, to]
     const dec = d.engine.route(proxy, party, now)
     if (dec.kind !== 'connect' && dec.kind !== 'direction-not-allowed') return undefined
@@ -177,8 +171,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     } else if (source === 'status' && f['CallSid']) {
       // No callId: the TeXML application's own status callback, reporting the parent (inbound)
       // call by its CallSid (issue #5).
-      const known = calls.get(f['CallSid'])
-      const rebuilt = known ? undefined : rebuild(uuidv7(now), f, 'parent', now)
+      const rebuilt = rebuild(uuidv7(now), f, 'parent', now)
       cb = { key: { providerCallId: f['CallSid'] }, source: 'parent-status', ...common, ...(rebuilt ? { rebuild: rebuilt } : {}) }
     } else {
       return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
@@ -236,11 +229,10 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
       d.log.warn({ code: e.code, smsId }, 'sms forward failed')
       outcome = { forwardId: null, status: 'FAILED', at: d.now(), code: e.code }
     }
-    const marked = d.records.markSmsForwarded(smsId, outcome.forwardId, outcome.status, outcome.at, outcome.status === 'FAILED' ? {} : {
+    void d.records.markSmsForwarded(smsId, outcome.forwardId, outcome.status, outcome.at, outcome.status === 'FAILED' ? {} : {
       events: [event('sms.sent', outcome.at, { ...base, smsId, status: outcome.status })],
       usage: [{ tenantId: dec.tenantId, metric: 'sms_sent', quantity: 1, at: outcome.at, sessionId: dec.sessionId, dedupeKey: `sms_sent:${smsId}` }],
     })
-    void marked
     await d.records.sync()
     return 'done'
   }
@@ -286,11 +278,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
       })
       forwarding.set(messageId, run)
     }
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<'late'>(resolve => { timer = setTimeout(resolve, smsBudgetMs, 'late') })
-    const outcome = await Promise.race([run, late])
-    clearTimeout(timer)
-    return outcome === 'done' ? ok : retryLater
+    return await orAfter(run, smsBudgetMs, 'late') === 'done' ? ok : retryLater
   }
 
   return {

@@ -9,8 +9,7 @@
 // Postgres only for a call this node has not seen. What an operation causes (outbox events,
 // usage; DECISIONS 6) is written in the same transaction, and only when it took effect.
 import { sql, type CommonQueryMethods } from 'slonik'
-import { buildEnvelope, type EventEnvelope, type EventType } from '../api/event-envelope.js'
-import { uuidv7 } from '../api/ids.js'
+import { newEnvelope, type EventEnvelope } from '../api/event-envelope.js'
 import { applyCallStatus, billableMinutes } from '../engine/call-status.js'
 import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
 import { finishUsage, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
@@ -132,9 +131,6 @@ function tookEffect(op: OpData, r: Result | undefined): boolean {
   if (op.kind === 'sms') return r !== null && typeof r === 'object' && r.id === op.row.id
   return r === true
 }
-
-const event = (type: EventType, at: number, data: Parameters<typeof buildEnvelope>[3]): EventEnvelope =>
-  buildEnvelope(uuidv7(at), type, at, data)
 
 /**
  * Applies a batch in order of kind (inserts first, so what follows them finds the rows), then
@@ -394,7 +390,7 @@ function applyCallback(w: Working, cb: CallCallback): boolean {
   const duration = change.durationSeconds ?? 0
   if (terminal) { w.patch.endedAt = at; w.patch.durationSeconds = duration }
   if (change.event) {
-    w.events.push(event(change.event, cb.at, {
+    w.events.push(newEnvelope(change.event, cb.at, {
       sessionId: w.sessionId, tenantId: w.tenantId, proxyNumber: w.proxy, callId: w.id, direction: w.direction,
       status: change.status, durationSeconds: duration,
     }))
@@ -428,7 +424,7 @@ async function readCalls(tx: CommonQueryMethods, keys: readonly CallKey[]): Prom
 async function rebuildCalls(tx: CommonQueryMethods, rows: readonly CallInsert[], into: Map<string, CallState>): Promise<EventEnvelope[]> {
   const unique = [...new Map(rows.map(r => [r.providerCallId, r])).values()].map(row => ({
     row,
-    events: [event('call.incoming', row.initiatedAt, {
+    events: [newEnvelope('call.incoming', row.initiatedAt, {
       sessionId: row.sessionId, tenantId: row.tenantId, proxyNumber: row.proxy ?? '', callId: row.id, direction: row.direction,
       status: 'RINGING', durationSeconds: 0,
     })],
