@@ -3,6 +3,7 @@
 // as the provider sees it.
 import { sql, type DatabasePool } from 'slonik'
 import type { CallbackDriver } from '../support/callback-driver.js'
+import { request } from '../support/child-service.js'
 
 export const LIVE = new Set(['PENDING', 'ACTIVE', 'GRACE_PERIOD'])
 
@@ -232,6 +233,20 @@ export function phoneSource(start = 1000): () => string {
     if (i > 9999) throw new Error('out of fictional numbers')
     return `+1415555${String(i++).padStart(4, '0')}`
   }
+}
+
+export interface Sess { id: string; proxy: string; agent: string; customer: string }
+
+/** `n` sessions of one tenant through the API, each between two new fictional parties. */
+export async function createSessions(url: string, token: string, n: number, phone: () => string): Promise<Sess[]> {
+  const sessions: Sess[] = []
+  for (let i = 0; i < n; i++) {
+    const agent = phone(), customer = phone()
+    const r = await request(url, 'POST', '/v1/sessions', { token, body: { agentPhone: agent, customerPhone: customer } })
+    if (r.status !== 201) throw new Error(`create → ${r.status} ${r.text}`)
+    sessions.push({ id: r.body.id, proxy: r.body.proxyNumber, agent, customer })
+  }
+  return sessions
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,9 +16,9 @@
 import t from 'tap'
 import { sql } from 'slonik'
 import { CallbackDriver } from '../support/callback-driver.js'
-import { childData, request, signupChild, startChild, testDatabaseUrl, type ChildAccount } from '../support/child-service.js'
+import { childData, signupChild, startChild, testDatabaseUrl, type ChildAccount } from '../support/child-service.js'
 import { privateCluster } from '../support/pg-cluster.js'
-import { callFacts, callIdOf, callProblems, dialAction, eventually, legStatus, parseRoute, phoneSource, type WalkedCall } from './lib.js'
+import { callFacts, callIdOf, callProblems, createSessions, dialAction, eventually, legStatus, parseRoute, phoneSource, type Sess, type WalkedCall } from './lib.js'
 
 const TENANTS = 4
 const SESSIONS_PER_TENANT = 4
@@ -35,7 +35,6 @@ const ANSWER_TIMEOUT_MS = 5_000
 
 const sleep = (ms: number) => new Promise(r => setTimeout(r, Math.max(0, ms)))
 
-interface Sess { id: string; proxy: string; agent: string; customer: string }
 interface Answer { what: string; at: number; status: number | 'no answer'; detail?: string }
 interface Create { tenant: ChildAccount; key: string; at: number; status: number | 'no answer'; retryAfter: string | null; id?: string; detail?: string }
 
@@ -54,14 +53,7 @@ if (!testDatabaseUrl()) {
     const accounts = await Promise.all(Array.from({ length: TENANTS }, () => signupChild(child.url)))
     const phone = phoneSource(1000)
     const sessions: Sess[] = []
-    for (const a of accounts) {
-      for (let i = 0; i < SESSIONS_PER_TENANT; i++) {
-        const agent = phone(), customer = phone()
-        const r = await request(child.url, 'POST', '/v1/sessions', { token: a.token, body: { agentPhone: agent, customerPhone: customer } })
-        if (r.status !== 201) throw new Error(`create → ${r.status} ${r.text}`)
-        sessions.push({ id: r.body.id, proxy: r.body.proxyNumber, agent, customer })
-      }
-    }
+    for (const a of accounts) sessions.push(...await createSessions(child.url, a.token, SESSIONS_PER_TENANT, phone))
 
     const driver = new CallbackDriver({ baseUrl: child.url, mode: 'none' })
     const calls: Array<WalkedCall & { fetchedAt: number }> = []

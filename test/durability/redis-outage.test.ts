@@ -17,12 +17,12 @@
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createServer } from 'node:net'
 import { Redis } from 'ioredis'
 import { sql } from 'slonik'
 import { childData, request, startChild, type ChildService } from '../support/child-service.js'
 import { connectWs } from '../support/ws-client.js'
 import { phoneSource } from './lib.js'
+import { freePort } from '../support/pg-cluster.js'
 
 const sleep = (ms: number) => new Promise(r => setTimeout(r, Math.max(0, ms)))
 
@@ -35,16 +35,6 @@ const AFTER_MS = 5_000
 /** What a request may cost beyond the slowest one before the outage. */
 const SLACK_MS = 200
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address()
-      s.close(() => (a && typeof a === 'object' ? resolve(a.port) : reject(new Error('no port'))))
-    })
-  })
-}
 
 /** A private redis-server on `port`: no persistence, so a restart comes back empty (the worst case). */
 function redisServer(tt: { teardown(fn: () => unknown): void }, port: number) {

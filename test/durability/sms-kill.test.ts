@@ -17,7 +17,7 @@ import { sql, type DatabasePool } from 'slonik'
 import { CallbackDriver, generateTelnyxKeyPair } from '../support/callback-driver.js'
 import { childData, request, signupChild, startChild } from '../support/child-service.js'
 import { FakeTelnyx } from '../support/fake-telnyx.js'
-import { eventually, mapLimit, phoneSource } from './lib.js'
+import { createSessions, eventually, mapLimit, phoneSource } from './lib.js'
 
 const SESSIONS = 5
 const MESSAGES = 300
@@ -29,7 +29,6 @@ const SEND_LATENCY_MS = 20
 /** How long the test, as the provider, keeps retrying one message after the restart. */
 const RETRY_FOR_MS = 30_000
 
-interface Sess { id: string; proxy: string; agent: string; customer: string }
 interface Msg {
   id: string
   text: string
@@ -60,13 +59,7 @@ t.test('SIGKILL mid-flood of inbound SMS: no acknowledged message is lost, none 
   const first = await startChild(t, data, { env })
   const acct = await signupChild(first.url)
   const phone = phoneSource(5000)
-  const sessions: Sess[] = []
-  for (let i = 0; i < SESSIONS; i++) {
-    const agent = phone(), customer = phone()
-    const r = await request(first.url, 'POST', '/v1/sessions', { token: acct.token, body: { agentPhone: agent, customerPhone: customer } })
-    if (r.status !== 201) throw new Error(`create → ${r.status} ${r.text}`)
-    sessions.push({ id: r.body.id, proxy: r.body.proxyNumber, agent, customer })
-  }
+  const sessions = await createSessions(first.url, acct.token, SESSIONS, phone)
   const msgs: Msg[] = Array.from({ length: MESSAGES }, (_, i) => {
     const s = sessions[i % SESSIONS]!
     const id = `sms-kill-${process.pid}-${i}`

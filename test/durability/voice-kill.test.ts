@@ -24,7 +24,7 @@ import { join } from 'node:path'
 import { sql } from 'slonik'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { childData, request, signupChild, startChild } from '../support/child-service.js'
-import { callFacts, callIdOf, callProblems, dialAction, eventually, legStatus, mapLimit, parseRoute, phoneSource, type WalkedCall } from './lib.js'
+import { callFacts, callIdOf, callProblems, createSessions, dialAction, eventually, legStatus, mapLimit, parseRoute, phoneSource, type WalkedCall } from './lib.js'
 
 const SESSIONS = 10
 const CALLS = 50
@@ -33,7 +33,6 @@ const CONCURRENCY = 25
 /** Callbacks in flight at once after the restart. */
 const CALLBACK_CONCURRENCY = 8
 
-interface Sess { id: string; proxy: string; agent: string; customer: string }
 interface Call extends WalkedCall { callSid: string; caller: string; called: string; proxy: string; dialOnly: boolean }
 
 for (const journal of ['kept', 'lost'] as const) t.test(`SIGKILL right after N answered voice fetches, journal ${journal}: the callbacks after the restart leave N complete records, none twice`, async t => {
@@ -44,13 +43,7 @@ for (const journal of ['kept', 'lost'] as const) t.test(`SIGKILL right after N a
   const first = await startChild(t, data)
   const acct = await signupChild(first.url)
   const phone = phoneSource(3000)
-  const sessions: Sess[] = []
-  for (let i = 0; i < SESSIONS; i++) {
-    const agent = phone(), customer = phone()
-    const r = await request(first.url, 'POST', '/v1/sessions', { token: acct.token, body: { agentPhone: agent, customerPhone: customer } })
-    if (r.status !== 201) throw new Error(`create → ${r.status} ${r.text}`)
-    sessions.push({ id: r.body.id, proxy: r.body.proxyNumber, agent, customer })
-  }
+  const sessions = await createSessions(first.url, acct.token, SESSIONS, phone)
 
   // Real Postgres: the test holds a SHARE lock on call_records while the calls are answered, so
   // the writer's INSERTs wait and no record of them can be in Postgres at the kill (the writer
