@@ -213,7 +213,8 @@ function ticks(): number {
 
 /**
  * Machine-wide CPU seconds (Linux /proc/stat, all cores, busy only) and those of the service
- * process and of every local Postgres process, for a split of where a run's time went.
+ * process and of every local Postgres process (with the exited backends the postmaster reaped),
+ * for a split of where a run's time went.
  */
 export function cpuSnapshot(servicePid: number): CpuSnapshot {
   const snap: CpuSnapshot = { at: Date.now(), total: Number.NaN, service: cpuSeconds(servicePid), postgres: 0 }
@@ -228,7 +229,9 @@ export function cpuSnapshot(servicePid: number): CpuSnapshot {
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
       if (!comm.startsWith('postgres') && !comm.startsWith('postmaster')) continue
       const v = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      snap.postgres += (Number(v[11]) + Number(v[12])) / ticks()
+      // utime + stime, and cutime + cstime: the postmaster's count the backends that exited and
+      // were reaped, whose time would otherwise vanish from the sum (a negative figure).
+      snap.postgres += (Number(v[11]) + Number(v[12]) + Number(v[13]) + Number(v[14])) / ticks()
     }
   } catch { /* not Linux */ }
   return snap
