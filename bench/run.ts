@@ -4,7 +4,8 @@
 //   node --expose-gc --import tsx bench/run.ts [--smoke] [--profile] [--sessions N] [--only a,b] [--duration s] [--connections N]
 //
 // Steps (--only picks scenarios; the baselines they are compared with come along):
-//   baselines  hello, callback-uws, fastify (bench/baselines/), verify (Ed25519 loop), insert (INSERT loop)
+//   baselines  hello, callback-uws, fastify (bench/baselines/), verify (Ed25519 loop), insert (INSERT loop),
+//              record-ceiling (bench/baselines/record-ceiling.ts: callback work + call and outbox rows through raw pg)
 //   scenarios  voice (1), ed25519 (2), sms (3), create (4), read (5), memory (6), fanout (7)
 // Servers run as child processes on core 1, wrk (or autocannon) on core 0, when taskset and two
 // cores exist. Output: `# …` progress, `bench: <name> <value> <unit>` per figure,
@@ -24,7 +25,7 @@ import { updateResultsSection, writeLatest, type RunInfo } from './lib/report.js
 import { profileIn, profileMarkdown, summarizeProfile, type ProfileWindow } from './lib/profile.js'
 import { progress, Results } from './lib/results.js'
 import { latencyChart } from './lib/svg-chart.js'
-import { baselineCallbackUws, baselineFastify, baselineHello, baselineInsert, baselineVerify } from './scenarios/baselines.js'
+import { baselineCallbackUws, baselineFastify, baselineHello, baselineInsert, baselineRecordCeiling, baselineVerify, type VoiceFiles } from './scenarios/baselines.js'
 import type { Ctx, Keys } from './scenarios/common.js'
 import { fanoutScenario, fanoutThroughput } from './scenarios/fanout.js'
 import { bootFigures, engineHeap } from './scenarios/memory.js'
@@ -106,21 +107,21 @@ async function step(name: string, fn: () => Promise<void>): Promise<void> {
   }
 }
 
-// 1. Baselines without a database.
-if (has('hello') || has('callback-uws') || has('fastify')) {
-  const voice = voiceFiles(ctx, 'none', 'http://127.0.0.1', 'baseline')
-  if (has('hello')) await step('hello', () => baselineHello(ctx, voice))
-  if (has('callback-uws')) await step('callback-uws', () => baselineCallbackUws(ctx, voice))
-  if (has('fastify')) await step('fastify', () => baselineFastify(ctx, voice))
-}
+// 1. Baselines without a database. They (and the record ceiling) replay one request file.
+let baselineVoice: VoiceFiles | null = null
+const voice = (): VoiceFiles => (baselineVoice ??= voiceFiles(ctx, 'none', 'http://127.0.0.1', 'baseline'))
+if (has('hello')) await step('hello', () => baselineHello(ctx, voice()))
+if (has('callback-uws')) await step('callback-uws', () => baselineCallbackUws(ctx, voice()))
+if (has('fastify')) await step('fastify', () => baselineFastify(ctx, voice()))
 if (has('verify')) await step('verify', () => baselineVerify(ctx))
 
-// 2. The database: INSERT-loop baseline, then the population, then the service scenarios.
+// 2. The database: INSERT-loop and record-ceiling baselines (on an empty database: the ceiling's
+// rows are in its own scratch tables), then the population, then the service scenarios.
 const serviceSteps = (['voice', 'ed25519', 'sms', 'create', 'read', 'fanout', 'memory'] as const).filter(has)
 let db: BenchDatabase | null = null
 let pgPin: ReturnType<typeof pinLocalPostgres> = null
 try {
-  if (has('insert') || serviceSteps.length) {
+  if (has('insert') || has('record-ceiling') || serviceSteps.length) {
     db = await createBenchDatabase(databaseUrl)
     progress(`database: ${db.label}`)
     if (databaseUrl && serviceSteps.length) {
@@ -130,6 +131,7 @@ try {
     if (!databaseUrl && has('create')) progress('scenario 4 runs on embedded PGlite here; its bar is set for real Postgres: set DATABASE_URL for that figure')
   }
   if (db && has('insert')) await step('insert', () => baselineInsert(ctx, db!))
+  if (db && has('record-ceiling')) await step('record-ceiling', () => baselineRecordCeiling(ctx, db!, voice()))
   if (db && serviceSteps.length) await serviceScenarios(db)
 } catch (err) {
   failures++

@@ -2,15 +2,15 @@
 export const SCENARIO_IDS = ['voice', 'ed25519', 'sms', 'create', 'read', 'memory', 'fanout'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]
 
-export const BASELINE_IDS = ['hello', 'callback-uws', 'fastify', 'verify', 'insert'] as const
+export const BASELINE_IDS = ['hello', 'callback-uws', 'fastify', 'verify', 'insert', 'record-ceiling'] as const
 export type BaselineId = (typeof BASELINE_IDS)[number]
 
 export type StepId = ScenarioId | BaselineId
 
 /** What each scenario's ratios and targets are measured against (run automatically with it). */
 export const NEEDS: Record<ScenarioId, readonly BaselineId[]> = {
-  voice: ['hello', 'callback-uws', 'fastify'],
-  ed25519: ['verify'],
+  voice: ['hello', 'callback-uws', 'fastify', 'record-ceiling'],
+  ed25519: ['verify', 'record-ceiling'],
   sms: ['hello'],
   create: ['insert'],
   read: ['hello'],

@@ -63,7 +63,7 @@ export function writeLatest(path: string, info: RunInfo, r: Results, jsonlName: 
     `# maskline bench: ${info.date}`,
     '',
     'How close maskline gets to what this machine can do: every ratio is against a baseline measured',
-    'in the same run (bare uWS, fastify, an Ed25519 verify loop, an INSERT loop), because machines are noisy.',
+    'in the same run (bare uWS, fastify, an Ed25519 verify loop, an INSERT loop, the record ceiling), because machines are noisy.',
     '',
     ...header(info),
     `- Raw results: \`bench/results/${jsonlName}\` (JSON lines)`,
@@ -92,12 +92,20 @@ export function writeLatest(path: string, info: RunInfo, r: Results, jsonlName: 
 
 export const SECTION = '## Bench suite'
 
+/** What the ratios of the section are against (kept in the section across runs). */
+const BASELINES = 'Ratios are against baselines measured in the same run: uWS hello (the HTTP ceiling), the uWS callback ' +
+  '(form parse + `Map.get` + TeXML), the same callback on fastify, an Ed25519 verify loop on one core, a single-row INSERT loop ' +
+  'with 8 connections, and the record ceiling (the uWS callback plus its call row and `call.incoming` outbox row through raw ' +
+  '`pg` in 10 ms group commits; "Record ceiling" below).'
+
 /** Replaces (or appends) the "## Bench suite" section; every other section is left untouched. */
 export function updateResultsSection(path: string, info: RunInfo, r: Results): void {
   const body = [
     SECTION,
     '',
     `Written by \`npm run bench\` (bench/run.ts); the full report with the latency chart is bench/results/latest.md.`,
+    '',
+    BASELINES,
     '',
     ...header(info),
     '',

@@ -59,6 +59,7 @@ export async function voiceScenario(ctx: Ctx, svc: Service, mode: VoiceMode): Pr
   r.ratio(`${name}.vs_hello`, `${name}.rps`, 'baseline.hello.rps')
   r.ratio(`${name}.vs_callback_uws`, `${name}.rps`, 'baseline.callback_uws.rps')
   r.ratio(`${name}.vs_fastify`, `${name}.rps`, 'baseline.fastify.rps')
+  r.ratio(`${name}.vs_record_ceiling`, `${name}.rps`, 'baseline.record_ceiling.rps')
   const p50 = r.get(`${name}.unloaded_p50`)
   const hello50 = r.get('baseline.hello.unloaded_p50')
   if (p50 !== undefined && hello50 !== undefined) r.figure(`${name}.unloaded_p50_over_hello`, p50 - hello50, 'us')
@@ -71,6 +72,7 @@ export async function voiceScenario(ctx: Ctx, svc: Service, mode: VoiceMode): Pr
   const s = `1. voice ${mode}`
   ratioTarget(ctx, s, 'throughput ≥ 60 % of uWS hello', `${name}.vs_hello`, 0.6)
   ratioTarget(ctx, s, 'throughput ≥ 2× fastify', `${name}.vs_fastify`, 2)
+  ratioTarget(ctx, `${s} (issue #12)`, 'throughput ≥ 70 % of the record ceiling', `${name}.vs_record_ceiling`, 0.7)
   const over = r.get(`${name}.unloaded_p50_over_hello`)
   r.target(s, 'unloaded p50 ≤ hello p50 + 20 µs', over === undefined ? null : over <= 20,
     over === undefined ? 'not measured' : `p50 ${p50} µs vs hello ${hello50} µs: +${over} µs${ctx.gen.kind === 'autocannon' ? ' (autocannon: millisecond resolution)' : ''}`)

@@ -1,0 +1,133 @@
+// Question: what does one access-log line cost the service? gateway/http/app.ts `finish()` builds
+// `{ method, route, status, us }` (plus `tenantId` on authenticated routes) after every answer and
+// hands it to the pino logger of api/log.ts (`createLogger`: the scrub formatter, then an
+// asynchronous destination that writes 8 KiB at a time). Issue #12 asks for ≤ 2 µs a line, or a
+// documented policy.
+//
+// Side by side, in one process, the same loop of lines (STYLE 8):
+//   service          the line exactly as finish() logs it at LOG_LEVEL=info (the default)
+//   service_tenant   the same with tenantId, as REST routes log it
+//   no_scrub         the same pino logger without the scrub formatter: what the scrub costs
+//   no_write         the service's logger into a stream that drops each line: the line is built
+//                    and serialized, the destination's buffering and writes are not paid
+//   joined_writer    the service's logger into a minimal destination that keeps lines in an array
+//                    and writes them joined, 8 KiB at a time, asynchronously: sonic-boom (behind
+//                    pino.destination) measures the byte length of its whole pending buffer on
+//                    every write, which makes each line cost O(buffer); this one does not
+//   level_warn       the logger at LOG_LEVEL=warn: the call when the line is not written
+//   counter          no line: a per-route status count and a latency histogram bucket, what
+//                    "successes counted in metrics" would cost instead
+//   stringify        JSON.stringify of the line alone (baseline: the least a JSON line can cost)
+//
+// The destination is /dev/null with the service's settings (pino.destination sync: false,
+// minLength 8192): the write system call is paid once per 8 KiB (~60 lines), as in the service.
+// The loop yields to the event loop every 1,000 lines so those asynchronous writes complete, as
+// they do between requests. Cost is CPU time of the whole process (user + system, every thread:
+// the writes run on libuv's pool) per line; wall time is printed too.
+//
+//   node --expose-gc --import tsx bench/access-log.bench.ts     (LINES=200000 ROUNDS=7)
+//
+// Output: `bench: access_log.ns_per_line <n> ns` (the service's line) and one figure per variant.
+import { openSync, write } from 'node:fs'
+import { cpus } from 'node:os'
+import { setImmediate as yieldLoop } from 'node:timers/promises'
+import { pino, type DestinationStream, type Logger } from 'pino'
+import { createLogger } from '../api/log.js'
+
+const LINES = Number(process.env.LINES ?? 200_000)
+const ROUNDS = Number(process.env.ROUNDS ?? 7)
+const BATCH = Number(process.env.BATCH ?? 1_000)
+const TENANT = '0190a000-0000-7000-8000-000000000007'
+const ROUTES = ['/v1/webhooks/cpaas/voice', '/v1/webhooks/cpaas/voice/status', '/v1/webhooks/cpaas/sms', '/v1/sessions/:id']
+
+/** The service's stdout destination (api/log.ts stdoutDestination), on /dev/null. */
+const devNull = () => pino.destination({ dest: '/dev/null', sync: false, minLength: 8_192 })
+
+/** Lines kept as they come and written joined once 8 KiB are pending, one write at a time. */
+function joinedWriter(): DestinationStream {
+  const fd = openSync('/dev/null', 'w')
+  let parts: string[] = []
+  let pending = 0
+  let writing = false
+  const flush = (): void => {
+    if (writing || pending < 8_192) return
+    const text = parts.join('')
+    parts = []
+    pending = 0
+    writing = true
+    write(fd, text, () => { writing = false; flush() })
+  }
+  return { write(line: string) { parts.push(line); pending += line.length; flush() } }
+}
+
+/** The line of gateway/http/app.ts finish(), for a request that started at `start`. */
+function line(k: number, start: number, tenant: boolean): Record<string, unknown> {
+  const l: Record<string, unknown> = { method: 'POST', route: ROUTES[k & 3], status: 200, us: Math.round((performance.now() - start) * 1000) }
+  if (tenant) l.tenantId = TENANT
+  return l
+}
+
+function loggerCase(log: Logger, tenant: boolean): (k: number, start: number) => void {
+  return (k, start) => log.info(line(k, start, tenant), 'request')
+}
+
+// The metrics alternative: counts by route and status class, and a log2 latency histogram.
+const counts = new Map<string, Uint32Array>()
+const histogram = new Uint32Array(32)
+function count(k: number, start: number): void {
+  const route = ROUTES[k & 3]!
+  let c = counts.get(route)
+  if (!c) counts.set(route, c = new Uint32Array(6))
+  c[2]!++ // 2xx
+  const us = Math.round((performance.now() - start) * 1000)
+  histogram[us > 0 ? 31 - Math.clz32(us) : 0]!++
+}
+
+let sink = 0
+const cases: Array<[name: string, fn: (k: number, start: number) => void]> = [
+  ['service', loggerCase(createLogger({ level: 'info', destination: devNull() }), false)],
+  ['service_tenant', loggerCase(createLogger({ level: 'info', destination: devNull() }), true)],
+  // createLogger's options minus `formatters` (the scrub).
+  ['no_scrub', loggerCase(pino({
+    level: 'info', base: { service: 'maskline' },
+    serializers: { req: (r: { method?: unknown }) => ({ method: r?.method }), res: (r: { status?: unknown }) => ({ status: r?.status }) },
+  }, devNull()), false)],
+  ['no_write', loggerCase(createLogger({ level: 'info', destination: { write: () => {} } satisfies DestinationStream }), false)],
+  ['joined_writer', loggerCase(createLogger({ level: 'info', destination: joinedWriter() }), false)],
+  ['level_warn', loggerCase(createLogger({ level: 'warn', destination: devNull() }), false)],
+  ['counter', count],
+  ['stringify', (k, start) => { sink += JSON.stringify(line(k, start, false)).length }],
+]
+
+interface Sample { cpuNs: number; wallNs: number }
+
+async function round(fn: (k: number, start: number) => void): Promise<Sample> {
+  const gc = (globalThis as { gc?: () => void }).gc
+  gc?.()
+  await yieldLoop()
+  const cpu0 = process.cpuUsage()
+  const t0 = process.hrtime.bigint()
+  for (let k = 0; k < LINES; k += BATCH) {
+    for (let j = k; j < k + BATCH; j++) fn(j, performance.now())
+    await yieldLoop() // the destination's asynchronous writes complete between requests
+  }
+  const wallNs = Number(process.hrtime.bigint() - t0) / LINES
+  const cpu = process.cpuUsage(cpu0)
+  return { cpuNs: ((cpu.user + cpu.system) * 1000) / LINES, wallNs }
+}
+
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!
+
+console.log(`# access-log: node ${process.version}, ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores; ${ROUNDS} rounds of ${LINES.toLocaleString('en')} lines per case, cases interleaved`)
+// Warm-up: every case once, so the JIT has seen them all before any is timed.
+for (const [, fn] of cases) await round(fn)
+const samples = new Map<string, Sample[]>(cases.map(([n]) => [n, []]))
+for (let r = 0; r < ROUNDS; r++) for (const [name, fn] of cases) samples.get(name)!.push(await round(fn))
+for (const [name] of cases) {
+  const s = samples.get(name)!
+  const cpu = s.map(x => x.cpuNs)
+  const figure = name === 'service' ? 'access_log.ns_per_line' : `access_log.${name}.ns_per_line`
+  console.log(`bench: ${figure} ${Math.round(median(cpu))} ns`)
+  console.log(`#   ${name}: cpu min ${Math.round(Math.min(...cpu))} max ${Math.round(Math.max(...cpu))} ns; wall median ${Math.round(median(s.map(x => x.wallNs)))} ns`)
+}
+if (sink < 0) console.log(sink) // keeps the stringify case from being optimised away
