@@ -5,6 +5,7 @@ import type { Logger } from 'pino'
 import type { CreateSessionBody, PatchSessionBody, SessionView } from './schemas/session.js'
 import type { TenantRouting } from '../engine/types.js'
 import type { RateLimiter } from './rate-limit/limiter.js'
+import type { Authenticator } from './auth/authenticate.js'
 
 export interface ServiceConfig {
   publicBaseUrl: string
@@ -46,6 +47,11 @@ export interface Services {
   /** HMAC of a party number under the tenant's salt (DECISIONS 2). */
   hashParty(salt: Buffer, e164: string): string
   now(): number
+  /**
+   * Bearer tokens, token exchange and tenant status (api/auth/authenticate.ts), over the tenant
+   * directory; the one instance shared by the HTTP routes and the WebSocket upgrade.
+   */
+  authenticator: Authenticator
   sessions?: SessionCommands
   tenants?: TenantLookup
   /** Sliding-window limiter (spec 8). Set it to the Redis one with REDIS_URL; in-memory otherwise. */
@@ -56,8 +62,11 @@ export interface Services {
   checks?: () => Promise<{ postgres: string; redis: string }>
   /** Provider circuit breakers (spec 4.11); an empty list otherwise. */
   cpaasHealth?: () => ProviderHealth[]
-  /** Called after a tenant was created or its configuration changed through this node. */
-  onTenantChanged?: (tenant: TenantRouting) => void
+  /**
+   * Called after a tenant, its configuration or its API keys changed through this node; the
+   * change is answered for once the promise settles (the other nodes have been told).
+   */
+  onTenantChanged?: (tenant: TenantRouting) => void | Promise<void>
   /** Filled in by the composition root; typed loosely here so api/ does not import gateway/. */
   [extra: string]: unknown
 }

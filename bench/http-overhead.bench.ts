@@ -36,8 +36,8 @@ type Kind = (typeof KINDS)[number]
 const FORM = 'CallSid=CA0123456789abcdef&From=%2B12025550101&To=%2B12025550199&AccountSid=AC1&CallStatus=ringing&Direction=inbound'
 
 function fakeServices(): Services {
-  // Only the tenant lookup of the authenticator reaches the database (once per TTL).
-  const db = { maybeOne: async () => ({ id: TENANT, status: 'ACTIVE', tier: 'ENTERPRISE', salt: Buffer.alloc(32) }) } as unknown as DatabasePool
+  // Nothing reaches the database: the tenant is loaded once into the authenticator's directory.
+  const db = {} as unknown as DatabasePool
   const inner = createMemoryRateLimiter({ now: Date.now })
   return {
     config: { publicBaseUrl: 'http://127.0.0.1', nodeId: 'bench', cooldownSeconds: 900, retentionDays: 90, webhookAllowInsecure: false },
@@ -47,6 +47,7 @@ function fakeServices(): Services {
     phoneKey: randomBytes(32),
     hashParty: () => '',
     now: Date.now,
+    authenticator: createAuthenticator({ jwtSecret: SECRET, now: Date.now, loadTenant: async id => ({ id, status: 'ACTIVE', tier: 'ENTERPRISE', salt: Buffer.alloc(32) }) }),
     // The real limiter, with a ceiling no run reaches: the admitted path is what is measured.
     rateLimiter: { hit: (key, _limit, windowMs) => inner.hit(key, 1e9, windowMs) },
   }

@@ -17,6 +17,12 @@ export type BusMessage =
 export interface Bus {
   readonly kind: 'redis' | 'in-process'
   publish(msgs: BusMessage[]): void
+  /**
+   * Resolves once what was published so far is in Redis (so a node that announced a change, e.g.
+   * a key rotation, can answer after the other nodes could have read it). At once when Redis is
+   * not connected: nothing waits for a reconnect.
+   */
+  settled(): Promise<void>
   /** Messages published by OTHER nodes. */
   onMessage(handler: (msg: BusMessage) => void): void
   ping(): Promise<'ok' | 'down'>
@@ -27,6 +33,7 @@ export function createInProcessBus(): Bus {
   return {
     kind: 'in-process',
     publish() {},
+    async settled() {},
     onMessage() {},
     async ping() { return 'ok' },
     async close() {},
@@ -60,14 +67,16 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
   let closed = false
   let pending: string[] = []
   let scheduled = false
+  let lastFlush: Promise<unknown> = Promise.resolve()
 
   function flush() {
     scheduled = false
+    if (!pending.length) return
     const batch = pending
     pending = []
     const p = pub.pipeline()
     for (const body of batch) p.xadd(stream, 'MAXLEN', '~', String(MAXLEN), '*', 'n', opts.nodeId, 'm', body)
-    p.exec().catch(() => onError('redis-publish'))
+    lastFlush = p.exec().catch(() => onError('redis-publish'))
   }
 
   async function readLoop() {
@@ -101,6 +110,11 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
       for (const m of msgs) pending.push(JSON.stringify(m))
       // Coalesce the messages of one tick into one pipeline round trip.
       if (!scheduled && pending.length) { scheduled = true; queueMicrotask(flush) }
+    },
+    async settled() {
+      if (pub.status !== 'ready') return
+      if (scheduled) flush()
+      await lastFlush
     },
     onMessage(h) { handlers.push(h) },
     async ping() {

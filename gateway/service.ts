@@ -13,7 +13,7 @@ import type { Services } from '../api/services.js'
 import type { EventEnvelope } from '../api/event-envelope.js'
 import { uuidv7 } from '../api/ids.js'
 import { createLogger } from '../api/log.js'
-import { authenticatorOf } from '../api/auth/authenticate.js'
+import { createAuthenticator } from '../api/auth/authenticate.js'
 import { createRedisRateLimiter } from '../api/rate-limit/redis.js'
 import { analyticsRoutes } from '../api/routes/analytics.js'
 import { authRoutes } from '../api/routes/auth.js'
@@ -71,6 +71,8 @@ export interface RunningService {
   log: Logger
   engine: Engine
   services: Services
+  /** The tenant directory (tests suspend a tenant through it, as an operator would). */
+  tenants: TenantDirectory
   db: Database
   /** Boot figures, also logged. */
   boot: { ms: number; liveSessions: number }
@@ -84,6 +86,8 @@ export interface RunningService {
 const RECORDS_WAIT_MS = 2_000
 const EXPIRY_SWEEP_MS = 250 // DECISIONS 4: expiry fires within 1 s of expiresAt
 const DAY_MS = 86_400_000
+const TENANT_RESYNC_MS = 30_000
+const ANNOUNCE_WAIT_MS = 250
 const sqlPing = sql.unsafe`SELECT 1`
 
 export async function startService(opts: StartOptions): Promise<RunningService> {
@@ -119,7 +123,8 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const mailboxes = new Mailboxes()
     const cipher = createPhoneCipher(cfg.phoneKey)
     const hashParty = createPartyHasher(cfg.phoneKey)
-    const tenants = new TenantDirectory(db.pool, engine)
+    let announceTenant: (id: string) => Promise<void> = async () => {}
+    const tenants = new TenantDirectory(db.pool, { upsert: t => engine.upsertTenant(t), announce: id => announceTenant(id) })
     await tenants.loadAll()
     const numbers = await loadNumbers(db.pool)
     engine.addNumbers(numbers.map(n => ({ number: n.number as E164, region: n.region, provider: n.provider, releasedAt: n.releasedAt, lastTenantId: n.lastTenantId })))
@@ -127,6 +132,12 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
 
     const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, onError: onError('bus') })
     closers.push(() => bus.close())
+    // The change is answered for once the other nodes can read it (bounded: Redis never holds a request up).
+    announceTenant = id => { bus.publish([{ kind: 'tenant', id }]); return orAfter(bus.settled(), ANNOUNCE_WAIT_MS, undefined) }
+    // What the bus lost (a Redis outage) or SQL edited by hand reaches the directory within this.
+    const resync = setInterval(() => { void tenants.resync().catch(() => log.warn({ code: 'tenant-resync' }, 'recoverable error')) }, TENANT_RESYNC_MS)
+    resync.unref()
+    closers.unshift(() => clearInterval(resync))
     let redis: Redis | null = null
     if (cfg.redisUrl) {
       // The request path's connection (rate limits, health): no offline queue, so a Redis outage
@@ -171,6 +182,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       phoneKey: cfg.phoneKey,
       hashParty,
       now,
+      authenticator: createAuthenticator({ jwtSecret: cfg.jwtSecret, phoneKey: cfg.phoneKey, now, directory: tenants }),
       tenants,
       poolCounts: () => engine.poolCounts(now()),
       // Health must answer even when a dependency hangs: 'down' after 2 s.
@@ -178,11 +190,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
         postgres: await orAfter(db.pool.oneFirst(sqlPing).then(() => 'ok', () => 'down'), 2_000, 'down'),
         redis: redis ? await orAfter(redis.ping().then(r => (r === 'PONG' ? 'ok' : 'down'), () => 'down'), 2_000, 'down') : 'disabled',
       }),
-      onTenantChanged: (t: TenantRouting) => {
-        tenants.changed(t)
-        authenticatorOf(services).invalidateTenant(t.id)
-        bus.publish([{ kind: 'tenant', id: t.id }])
-      },
+      onTenantChanged: (t: TenantRouting) => tenants.changedHere(t),
       ...(redis ? { rateLimiter: createRedisRateLimiter({ redis, now, ...(opts.rateLimitPrefix ? { prefix: opts.rateLimitPrefix } : {}) }) } : {}),
     }
 
@@ -221,7 +229,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     // Other nodes: reload what they committed from Postgres (the bus never carries numbers).
     bus.onMessage(msg => {
       if (msg.kind === 'event') stream?.publishEvent(msg.envelope)
-      else if (msg.kind === 'tenant') { tenants.changed({ id: msg.id }); authenticatorOf(services).invalidateTenant(msg.id) }
+      else if (msg.kind === 'tenant') tenants.changed({ id: msg.id }) // its state and its API keys
       else {
         void (async () => {
           const rec = await getSessionRecord(db.pool, msg.id, cipher)
@@ -244,7 +252,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       verifyCallback: req => verifier.verify(req),
       ws: app => {
         stream = registerStream(app, {
-          verifyTenantToken: streamTokenVerifier(authenticatorOf(services)),
+          verifyTenantToken: streamTokenVerifier(services.authenticator),
           log, publicBaseUrl: cfg.publicBaseUrl, now,
         })
       },
@@ -278,6 +286,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       log,
       engine,
       services,
+      tenants,
       db,
       boot: { ms, liveSessions },
       expireDue: () => (sweeping = sweeping.then(() => runner.expireDue())),

@@ -7,7 +7,22 @@ import type { ConsentPrompt, ExpiredCallBehavior, Tier } from '../engine/types.j
 export type TenantStatus = 'ACTIVE' | 'SUSPENDED'
 export type UserRole = 'OWNER' | 'ADMIN' | 'OPERATOR'
 
-export interface TenantMeta { id: string; status: TenantStatus; tier: Tier; salt: Buffer }
+/** What the tenant directory keeps of a tenant (gateway/tenant-directory.ts): state, defaults, routing. */
+export interface TenantState {
+  id: string
+  tier: Tier
+  status: TenantStatus
+  salt: Buffer
+  defaultGracePeriod: number
+  recordingEnabled: boolean
+  recordingConsentMode: ConsentPrompt
+  expiredCallBehavior: ExpiredCallBehavior
+  supportPhone: string | null
+  recordingConsentAudioUrl: string | null
+}
+
+/** A live (not revoked) API credential: what a token exchange checks (DECISIONS 3). */
+export interface ApiCredential { id: string; tenantId: string; keyHash: Buffer; secretMac: Buffer }
 
 export interface TenantRow {
   id: string
@@ -41,9 +56,49 @@ const TENANT_COLUMNS = sql.fragment`
   to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
   to_char(t.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt"`
 
-export async function getTenantMeta(db: CommonQueryMethods, id: string): Promise<TenantMeta | null> {
-  const r = await db.maybeOne(sql.unsafe`SELECT id, status, tier, salt FROM tenants WHERE id = ${id}`)
-  return r ? { id: r.id, status: r.status, tier: r.tier, salt: Buffer.from(r.salt) } : null
+const STATE_COLUMNS = sql.fragment`id, tier, status, salt, default_grace_period, recording_enabled, recording_consent_mode,
+  expired_call_behavior, support_phone, recording_consent_audio_url`
+
+function toState(r: Record<string, any>): TenantState {
+  return {
+    id: r.id, tier: r.tier, status: r.status, salt: Buffer.from(r.salt),
+    defaultGracePeriod: r.default_grace_period, recordingEnabled: r.recording_enabled, recordingConsentMode: r.recording_consent_mode,
+    expiredCallBehavior: r.expired_call_behavior, supportPhone: r.support_phone, recordingConsentAudioUrl: r.recording_consent_audio_url,
+  }
+}
+
+/** Boot and resync of the tenant directory: every tenant. */
+export async function loadTenantStates(db: CommonQueryMethods): Promise<TenantState[]> {
+  return (await db.any(sql.unsafe`SELECT ${STATE_COLUMNS} FROM tenants`)).map(toState)
+}
+
+export async function getTenantState(db: CommonQueryMethods, id: string): Promise<TenantState | null> {
+  const r = await db.maybeOne(sql.unsafe`SELECT ${STATE_COLUMNS} FROM tenants WHERE id = ${id}`)
+  return r ? toState(r) : null
+}
+
+const toCredential = (r: Record<string, any>): ApiCredential =>
+  ({ id: r.id, tenantId: r.tenant_id, keyHash: Buffer.from(r.key_hash), secretMac: Buffer.from(r.secret_mac) })
+
+/** Boot and resync of the tenant directory: every live credential. */
+export async function loadLiveCredentials(db: CommonQueryMethods): Promise<ApiCredential[]> {
+  return (await db.any(sql.unsafe`SELECT id, tenant_id, key_hash, secret_mac FROM api_credentials WHERE revoked_at IS NULL`)).map(toCredential)
+}
+
+/** The live credentials of one tenant (after a rotation, here or on another node). */
+export async function liveCredentialsOf(db: CommonQueryMethods, tenantId: string): Promise<ApiCredential[]> {
+  return (await db.any(sql.unsafe`SELECT id, tenant_id, key_hash, secret_mac FROM api_credentials
+    WHERE tenant_id = ${tenantId} AND revoked_at IS NULL`)).map(toCredential)
+}
+
+/**
+ * Suspends or reinstates a tenant (DECISIONS 3: a suspended tenant's tokens get 403). The spec
+ * names no endpoint for it; this is the operator's (billing, abuse) path, and
+ * TenantDirectory.setStatus announces it to every node.
+ */
+export async function setTenantStatus(db: CommonQueryMethods, id: string, status: TenantStatus): Promise<boolean> {
+  const r = await db.query(sql.unsafe`UPDATE tenants SET status = ${status}, updated_at = now() WHERE id = ${id}`)
+  return r.rowCount === 1
 }
 
 export async function getTenant(db: CommonQueryMethods, id: string): Promise<TenantRow | null> {
@@ -81,15 +136,12 @@ export async function createTenantWithOwner(db: DatabasePool, t: NewTenant): Pro
   }
 }
 
-export interface CredentialMatch { credentialId: string; tenantId: string; secretMac: Buffer; status: TenantStatus; tier: Tier }
-
-/** The live (not revoked) credential of an apiKey hash. */
-export async function findCredential(db: CommonQueryMethods, keyHash: Buffer): Promise<CredentialMatch | null> {
+/** The live (not revoked) credential of an apiKey hash: a directory miss (a key made on another node). */
+export async function findCredential(db: CommonQueryMethods, keyHash: Buffer): Promise<ApiCredential | null> {
   const r = await db.maybeOne(sql.unsafe`
-    SELECT c.id, c.tenant_id, c.secret_mac, t.status, t.tier
-    FROM api_credentials c JOIN tenants t ON t.id = c.tenant_id
-    WHERE c.key_hash = ${sql.binary(keyHash)} AND c.revoked_at IS NULL`)
-  return r ? { credentialId: r.id, tenantId: r.tenant_id, secretMac: Buffer.from(r.secret_mac), status: r.status, tier: r.tier } : null
+    SELECT id, tenant_id, key_hash, secret_mac FROM api_credentials
+    WHERE key_hash = ${sql.binary(keyHash)} AND revoked_at IS NULL`)
+  return r ? toCredential(r) : null
 }
 
 /** Rotation (spec 4.1, 5.5): the old pair is revoked in the same transaction that adds the new one. */

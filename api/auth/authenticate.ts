@@ -1,26 +1,42 @@
-// Bearer authentication on the hot path (spec 5, DECISIONS 3).
+// Authentication on the hot path (spec 4.1, 5; DECISIONS 3).
 //
 // jose verification costs ~25 µs, so a verified token is cached under the SHA-256 of its text
 // (the token itself is not kept) until its exp, in an LRU bounded map: a repeat request costs a
-// hash and a Map lookup. Tenant status and tier come from a separate cache with a short TTL
-// (TENANT_TTL_MS): a tenant suspended in the database is refused on every node within that time,
-// however long its tokens have left to live; a change made through this node applies at once.
-import { createHash } from 'node:crypto'
-import type { DatabasePool } from 'slonik'
+// hash and a Map lookup. Tenant status and tier, and the API credentials of a token exchange, come
+// from the tenant directory (gateway/tenant-directory.ts): in memory, kept current on every node
+// (a suspension or a key rotation applies at once here and, through the bus, on the other nodes),
+// so neither a request nor a token exchange asks Postgres unless the tenant or key is new here.
+import { createHash, createSecretKey } from 'node:crypto'
 import type { Tier } from '../../engine/types.js'
-import { getTenantMeta, type TenantMeta } from '../../sql/tenants.js'
+import type { TenantStatus } from '../../sql/tenants.js'
 import { ApiProblem, type AuthContext, type AuthKind, type Role } from '../route.js'
-import type { Services } from '../services.js'
-import { keyId, TokenError, verifyToken, type TokenClaims } from './tokens.js'
+import { secretMatches } from './credentials.js'
+import { keyId, tokenSigner, TENANT_SCOPES, TokenError, verifyToken, type TokenClaims } from './tokens.js'
 
 export const TOKEN_CACHE_MAX = 10_000
-export const TENANT_TTL_MS = 5_000
-const TENANT_CACHE_MAX = 50_000
 const JWT_RE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
 const MAX_TOKEN_LENGTH = 4096
 
+/** What authentication needs of a tenant. */
+export interface TenantMeta { id: string; status: TenantStatus; tier: Tier; salt: Buffer }
+
+/** A live API credential: the tenant of an apiKey hash and the MAC of its secret (api/auth/credentials.ts). */
+export interface CredentialEntry { id: string; tenantId: string; secretMac: Buffer }
+
+/** The tenant directory as the authenticator reads it (gateway/tenant-directory.ts implements it). */
+export interface AuthDirectory {
+  /** Synchronous: the tenant when it is in memory and current; undefined otherwise (then tenant()). */
+  peekTenant(id: string): TenantMeta | undefined
+  tenant(id: string): Promise<TenantMeta | null>
+  /** The live credential of an apiKey hash (null: none), synchronously when in memory. */
+  credential(keyHash: Buffer): CredentialEntry | null | Promise<CredentialEntry | null>
+  /** A tenant or its keys changed through this node: forget what is held, reload. */
+  changed(t: { id: string }): void
+}
+
 interface CachedToken { claims: TokenClaims; expMs: number; ctx: AuthContext | null }
-interface CachedTenant { meta: TenantMeta | null; at: number }
+
+export type Exchange = { accessToken: string } | 'unauthorized' | 'suspended'
 
 export interface Authenticator {
   /**
@@ -30,49 +46,65 @@ export interface Authenticator {
   authenticate(authorization: string | undefined, kind: Exclude<AuthKind, 'none'>, roles?: readonly Role[]): AuthContext | Promise<AuthContext>
   /** A bare token (e.g. from a WebSocket subprotocol) → context, same rules. */
   authenticateToken(token: string, kind: Exclude<AuthKind, 'none'>, roles?: readonly Role[]): AuthContext | Promise<AuthContext>
-  /** Status, tier and salt of a tenant, through the short-TTL cache. */
+  /** Status, tier and salt of a tenant, from the directory. */
   tenant(tenantId: string): Promise<TenantMeta | null>
-  /** Forget what is cached of a tenant (after a change made on this node). */
-  invalidateTenant(tenantId: string): void
+  /** A tenant or its credentials changed through this node (config, signup, rotation): applies at once. */
+  changed(tenantId: string): void
+  /** POST /v1/auth/token: an apiKey hash and a secret → a tenant token (spec 4.1). */
+  exchange(keyHash: Buffer, apiSecret: string): Exchange | Promise<Exchange>
+  /** Signs a token with the service key (no key import per call). */
+  sign(claims: TokenClaims): string
 }
 
 export interface AuthenticatorOptions {
   jwtSecret: Uint8Array
   now(): number
-  loadTenant(id: string): Promise<TenantMeta | null>
+  /** The tenant directory. */
+  directory?: AuthDirectory
+  /**
+   * Instead of a directory (benches, unit tests): each tenant is loaded once and kept until
+   * changed(); there are no API credentials, so every exchange is refused.
+   */
+  loadTenant?(id: string): Promise<TenantMeta | null>
+  /** Server key of the API-secret MACs (DECISIONS 3); required for exchange(). */
+  phoneKey?: Buffer
   tokenCacheMax?: number
-  tenantTtlMs?: number
 }
 
 const unauthorized = (detail: string) => new ApiProblem('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer realm="maskline"' } })
 
-export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
-  const kid = keyId(o.jwtSecret)
-  const tokens = new Map<string, CachedToken>()
-  const tenants = new Map<string, CachedTenant>()
+/** A directory over a tenant loader, for callers without the real one (see AuthenticatorOptions.loadTenant). */
+export function loadingDirectory(loadTenant: (id: string) => Promise<TenantMeta | null>): AuthDirectory {
+  const tenants = new Map<string, TenantMeta | null>()
   const loading = new Map<string, Promise<TenantMeta | null>>()
-  const tokenMax = o.tokenCacheMax ?? TOKEN_CACHE_MAX
-  const ttl = o.tenantTtlMs ?? TENANT_TTL_MS
-
-  function freshTenant(id: string): CachedTenant | undefined {
-    const hit = tenants.get(id)
-    return hit && o.now() - hit.at < ttl ? hit : undefined
-  }
-
-  async function tenant(id: string): Promise<TenantMeta | null> {
-    const hit = freshTenant(id)
-    if (hit) return hit.meta
+  const tenant = (id: string): Promise<TenantMeta | null> => {
+    if (tenants.has(id)) return Promise.resolve(tenants.get(id)!)
     let p = loading.get(id)
     if (!p) {
-      p = o.loadTenant(id).then(meta => {
-        if (tenants.size >= TENANT_CACHE_MAX) tenants.delete(tenants.keys().next().value!)
-        tenants.set(id, { meta, at: o.now() })
+      const q: Promise<TenantMeta | null> = loadTenant(id).then(meta => {
+        if (loading.get(id) === q) tenants.set(id, meta)
         return meta
-      }).finally(() => loading.delete(id))
-      loading.set(id, p)
+      }).finally(() => { if (loading.get(id) === q) loading.delete(id) })
+      loading.set(id, p = q)
     }
     return p
   }
+  return {
+    peekTenant: id => tenants.get(id) ?? undefined,
+    tenant,
+    credential: () => null,
+    changed: t => { tenants.delete(t.id); loading.delete(t.id) },
+  }
+}
+
+export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
+  const kid = keyId(o.jwtSecret)
+  const verifyKey = createSecretKey(o.jwtSecret)
+  const signToken = tokenSigner(o.jwtSecret)
+  const directory = o.directory ?? (o.loadTenant ? loadingDirectory(o.loadTenant) : null)
+  if (!directory) throw new Error('createAuthenticator: a directory or loadTenant is required')
+  const tokens = new Map<string, CachedToken>()
+  const tokenMax = o.tokenCacheMax ?? TOKEN_CACHE_MAX
 
   /** The cached verification of a token, or the promise of verifying it. */
   function verified(token: string): CachedToken | Promise<CachedToken> {
@@ -87,7 +119,7 @@ export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
       tokens.set(key, hit)
       return hit
     }
-    return verifyToken(o.jwtSecret, kid, token, o.now()).then(v => {
+    return verifyToken(verifyKey, kid, token, o.now()).then(v => {
       const entry: CachedToken = { claims: v.claims, expMs: v.expMs, ctx: null }
       if (tokens.size >= tokenMax) tokens.delete(tokens.keys().next().value!)
       tokens.set(key, entry)
@@ -114,11 +146,29 @@ export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
   function authenticateToken(token: string, kind: Exclude<AuthKind, 'none'>, roles?: readonly Role[]): AuthContext | Promise<AuthContext> {
     if (token.length > MAX_TOKEN_LENGTH || !JWT_RE.test(token)) throw unauthorized('The access token is malformed')
     const entry = verified(token)
-    if (entry instanceof Promise) return entry.then(e => tenant(e.claims.tenantId).then(meta => admit(e, meta, kind, roles)))
-    // The hot path: a cached token of a tenant whose status is fresh, no await at all.
-    const t = freshTenant(entry.claims.tenantId)
-    if (t) return admit(entry, t.meta, kind, roles)
-    return tenant(entry.claims.tenantId).then(meta => admit(entry, meta, kind, roles))
+    if (entry instanceof Promise) return entry.then(e => directory!.tenant(e.claims.tenantId).then(meta => admit(e, meta, kind, roles)))
+    // The hot path: a cached token of a tenant the directory holds, no await at all.
+    const t = directory!.peekTenant(entry.claims.tenantId)
+    if (t) return admit(entry, t, kind, roles)
+    return directory!.tenant(entry.claims.tenantId).then(meta => admit(entry, meta, kind, roles))
+  }
+
+  function issueFor(cred: CredentialEntry, meta: TenantMeta | null): Exchange {
+    if (!meta) return 'unauthorized'
+    if (meta.status !== 'ACTIVE') return 'suspended'
+    return { accessToken: signToken({ typ: 'tenant', sub: cred.id, tenantId: cred.tenantId, tier: meta.tier, scopes: [...TENANT_SCOPES] }, o.now()) }
+  }
+
+  function exchangeWith(cred: CredentialEntry | null, apiSecret: string): Exchange | Promise<Exchange> {
+    // The secret is 256 random bits, stored as an HMAC-SHA256 under a server key (DECISIONS 3):
+    // one HMAC (~2 µs) and a constant-time compare of two 32-byte digests decide, so there is no
+    // slow KDF to amortize and nothing to cache about the secret. An unknown key costs the same
+    // HMAC, so timing does not tell an unknown key from a wrong secret.
+    if (!o.phoneKey) throw new Error('createAuthenticator: phoneKey is required for token exchange')
+    const ok = secretMatches(o.phoneKey, apiSecret, cred?.secretMac ?? NO_MAC)
+    if (!cred || !ok) return 'unauthorized'
+    const meta = directory!.peekTenant(cred.tenantId)
+    return meta ? issueFor(cred, meta) : directory!.tenant(cred.tenantId).then(m => issueFor(cred, m))
   }
 
   return {
@@ -129,29 +179,22 @@ export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
       if (space !== 6 || authorization.slice(0, 6).toLowerCase() !== 'bearer') throw unauthorized('The Authorization header must be "Bearer <token>"')
       return authenticateToken(authorization.slice(7).trim(), kind, roles)
     },
-    tenant,
-    invalidateTenant(id) {
-      tenants.delete(id)
+    tenant: id => directory.tenant(id),
+    changed: id => directory.changed({ id }),
+    exchange(keyHash, apiSecret) {
+      const cred = directory.credential(keyHash)
+      return cred instanceof Promise ? cred.then(c => exchangeWith(c, apiSecret)) : exchangeWith(cred, apiSecret)
     },
+    sign: claims => signToken(claims, o.now()),
   }
 }
+
+/** Compared against when the key is unknown: a MAC no secret produces in practice. */
+const NO_MAC = Buffer.alloc(32)
 
 // The tier in force is the tenant's current one, not the one minted into the token.
 function contextOf(c: TokenClaims, tier: Tier): AuthContext {
   return c.typ === 'tenant'
     ? { typ: 'tenant', tenantId: c.tenantId, tier, scopes: c.scopes, sub: c.sub }
     : { typ: 'user', tenantId: c.tenantId, tier, role: c.role, sub: c.sub }
-}
-
-const byServices = new WeakMap<object, Authenticator>()
-
-/** The one authenticator of a Services object (shared by the HTTP routes and the WebSocket upgrade). */
-export function authenticatorOf(services: Services): Authenticator {
-  let a = byServices.get(services)
-  if (!a) {
-    const db: DatabasePool = services.db
-    a = createAuthenticator({ jwtSecret: services.jwtSecret, now: () => services.now(), loadTenant: id => getTenantMeta(db, id) })
-    byServices.set(services, a)
-  }
-  return a
 }

@@ -1,7 +1,7 @@
 // API credentials (spec 5.5, DECISIONS 3): apiKey `rk_live_` + 48 hex, stored as SHA-256 (the
 // lookup key); apiSecret `rs_` + 64 hex, stored as HMAC-SHA256 under a server key derived from
 // PHONE_KEY (256 random bits need no slow hash, and a database copy alone cannot test guesses).
-import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto'
 
 export const API_KEY_RE = /^rk_live_[0-9a-f]{48}$/
 export const API_SECRET_RE = /^rs_[0-9a-f]{64}$/
@@ -18,13 +18,16 @@ export function apiKeyHash(apiKey: string): Buffer {
   return createHash('sha256').update(apiKey).digest()
 }
 
-const macKeys = new WeakMap<Buffer, Buffer>()
+const macKeys = new WeakMap<Buffer, KeyObject>()
 
-/** HKDF-derived, so the phone key itself never MACs anything. */
-export function secretMacKey(phoneKey: Buffer): Buffer {
+/**
+ * HKDF-derived, so the phone key itself never MACs anything; a KeyObject, made once per phone key
+ * (a token exchange then costs one HMAC, without importing a key).
+ */
+export function secretMacKey(phoneKey: Buffer): KeyObject {
   let k = macKeys.get(phoneKey)
   if (!k) {
-    k = Buffer.from(hkdfSync('sha256', phoneKey, Buffer.alloc(0), 'maskline api-secret mac v1', 32))
+    k = createSecretKey(Buffer.from(hkdfSync('sha256', phoneKey, Buffer.alloc(0), 'maskline api-secret mac v1', 32)))
     macKeys.set(phoneKey, k)
   }
   return k
@@ -34,6 +37,7 @@ export function apiSecretMac(phoneKey: Buffer, apiSecret: string): Buffer {
   return createHmac('sha256', secretMacKey(phoneKey)).update(apiSecret).digest()
 }
 
+/** Constant time: timingSafeEqual over two SHA-256 digests (their lengths checked first, DECISIONS 3). */
 export function secretMatches(phoneKey: Buffer, apiSecret: string, storedMac: Buffer): boolean {
   const mac = apiSecretMac(phoneKey, apiSecret)
   return mac.length === storedMac.length && timingSafeEqual(mac, storedMac)

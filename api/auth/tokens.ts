@@ -1,7 +1,11 @@
 // Access tokens (DECISIONS 3): HS256 pinned, header typ JWT, iss maskline, aud per token type,
 // a `typ` claim that must agree with the audience, and a kid naming the key.
-import { createHash } from 'node:crypto'
-import { SignJWT, jwtVerify, errors as joseErrors } from 'jose'
+//
+// Signing is node:crypto's HMAC over a header encoded once per key (issue 13: jose's SignJWT
+// imported the key and re-encoded the header on every call); the result is a standard HS256 JWT,
+// the same bytes SignJWT produces, and verification stays with jose (jwtVerify).
+import { createHash, createHmac, createSecretKey, type KeyObject } from 'node:crypto'
+import { jwtVerify, errors as joseErrors } from 'jose'
 import type { Tier } from '../../engine/types.js'
 import { uuidv7, UUID_RE } from '../ids.js'
 import { ROLES, type Role } from '../route.js'
@@ -35,22 +39,33 @@ export function keyId(key: Uint8Array): string {
   return createHash('sha256').update(key).digest('base64url').slice(0, 12)
 }
 
+export type TokenSigner = (claims: TokenClaims, nowMs: number, ttlSeconds?: number) => string
+
+/** A signer for one key: the key is imported and the header encoded here, once. */
+export function tokenSigner(key: Uint8Array): TokenSigner {
+  const secret = createSecretKey(key)
+  const header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: keyId(key) })).toString('base64url')
+  return (claims, nowMs, ttlSeconds = TOKEN_TTL_SECONDS[claims.typ]) => {
+    const iat = Math.floor(nowMs / 1000)
+    const { sub, ...rest } = claims
+    // The claim order of SignJWT: its payload, then iss, aud, sub, iat, exp, jti.
+    const payload = { ...rest, iss: ISSUER, aud: AUDIENCE[claims.typ], sub, iat, exp: iat + ttlSeconds, jti: uuidv7(nowMs) }
+    const input = `${header}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`
+    return `${input}.${createHmac('sha256', secret).update(input).digest('base64url')}`
+  }
+}
+
+const signers = new WeakMap<Uint8Array, TokenSigner>()
+
+/** Signs with the signer of `key`, made on first use (the key object is the process's JWT key). */
 export async function issueToken(key: Uint8Array, claims: TokenClaims, nowMs: number, ttlSeconds: number = TOKEN_TTL_SECONDS[claims.typ]): Promise<string> {
-  const iat = Math.floor(nowMs / 1000)
-  const { sub, ...rest } = claims
-  return new SignJWT({ ...rest })
-    .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: keyId(key) })
-    .setIssuer(ISSUER)
-    .setAudience(AUDIENCE[claims.typ])
-    .setSubject(sub)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + ttlSeconds)
-    .setJti(uuidv7(nowMs))
-    .sign(key)
+  let sign = signers.get(key)
+  if (!sign) signers.set(key, sign = tokenSigner(key))
+  return sign(claims, nowMs, ttlSeconds)
 }
 
 /** Verifies signature, algorithm, header typ, issuer, audience, expiry and the claim shapes. */
-export async function verifyToken(key: Uint8Array, kid: string, token: string, nowMs: number): Promise<VerifiedToken> {
+export async function verifyToken(key: Uint8Array | KeyObject, kid: string, token: string, nowMs: number): Promise<VerifiedToken> {
   let payload: Record<string, unknown>
   let header: { kid?: string }
   try {

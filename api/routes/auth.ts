@@ -5,11 +5,11 @@ import { uuidv7 } from '../ids.js'
 import { route, ApiProblem, type RouteDef } from '../route.js'
 import { Email, Tier, UserView, Uuid, StringEnum } from '../schemas/common.js'
 import { rateLimitHeaders, rateLimiterOf, LOGIN_LIMIT_PER_IP, TOKEN_LIMIT_PER_KEY, WINDOW_MS } from '../rate-limit/limiter.js'
-import { apiKeyHash, newCredentials, secretMatches } from '../auth/credentials.js'
+import { apiKeyHash, newCredentials } from '../auth/credentials.js'
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../auth/passwords.js'
 import { accountKey, recordFailedSignIn, refuseLockedAccount } from '../auth/account-throttle.js'
-import { issueToken, TENANT_SCOPES, TOKEN_TTL_SECONDS } from '../auth/tokens.js'
-import { createTenantWithOwner, findCredential, findUserByEmail, rotateCredentials } from '../../sql/tenants.js'
+import { TENANT_SCOPES, TOKEN_TTL_SECONDS } from '../auth/tokens.js'
+import { createTenantWithOwner, findUserByEmail, rotateCredentials } from '../../sql/tenants.js'
 import { notifyTenantChanged } from './config.js'
 import type { Services } from '../services.js'
 
@@ -69,13 +69,11 @@ export const authRoutes: RouteDef[] = [
       const keyHash = apiKeyHash(req.body.apiKey)
       // Keyed by the key's hash: the key itself never reaches Redis.
       const limits = await throttle(s, `token:${keyHash.toString('base64url')}`, TOKEN_LIMIT_PER_KEY)
-      const cred = await findCredential(s.db, keyHash)
-      if (!cred || !secretMatches(s.phoneKey, req.body.apiSecret, cred.secretMac)) {
-        throw new ApiProblem('unauthorized', 'Unknown API key or wrong secret', { headers: limits })
-      }
-      if (cred.status !== 'ACTIVE') throw new ApiProblem('forbidden', 'The tenant is suspended', { headers: limits })
-      const accessToken = await issueToken(s.jwtSecret, { typ: 'tenant', sub: cred.credentialId, tenantId: cred.tenantId, tier: cred.tier, scopes: [...TENANT_SCOPES] }, s.now())
-      return { status: 200, headers: { ...limits, ...NO_STORE }, body: { accessToken, expiresIn: TOKEN_TTL_SECONDS.tenant, tokenType: 'Bearer' } }
+      // The key and the tenant come from the tenant directory (memory), not Postgres (issue 13).
+      const r = await s.authenticator.exchange(keyHash, req.body.apiSecret)
+      if (r === 'unauthorized') throw new ApiProblem('unauthorized', 'Unknown API key or wrong secret', { headers: limits })
+      if (r === 'suspended') throw new ApiProblem('forbidden', 'The tenant is suspended', { headers: limits })
+      return { status: 200, headers: { ...limits, ...NO_STORE }, body: { accessToken: r.accessToken, expiresIn: TOKEN_TTL_SECONDS.tenant, tokenType: 'Bearer' } }
     },
   }),
   route({
@@ -95,7 +93,7 @@ export const authRoutes: RouteDef[] = [
       })
       if (outcome === 'conflict') throw new ApiProblem('conflict', 'The email or the company name is already in use', { headers: limits })
       await notifyTenantChanged(s, tenantId)
-      const accessToken = await issueToken(s.jwtSecret, { typ: 'tenant', sub: credentialId, tenantId, tier: 'STARTER', scopes: [...TENANT_SCOPES] }, s.now())
+      const accessToken = s.authenticator.sign({ typ: 'tenant', sub: credentialId, tenantId, tier: 'STARTER', scopes: [...TENANT_SCOPES] })
       return {
         status: 201, headers: { ...limits, ...NO_STORE },
         body: { tenantId, apiKey: creds.apiKey, apiSecret: creds.apiSecret, accessToken, user: { id: userId, email, role: 'OWNER', tenantId } },
@@ -117,7 +115,7 @@ export const authRoutes: RouteDef[] = [
         throw new ApiProblem('unauthorized', 'Wrong email or password', { headers: limits })
       }
       if (user.tenant.status !== 'ACTIVE') throw new ApiProblem('forbidden', 'The tenant is suspended', { headers: limits })
-      const accessToken = await issueToken(s.jwtSecret, { typ: 'user', sub: user.id, tenantId: user.tenantId, tier: user.tenant.tier, role: user.role }, s.now())
+      const accessToken = s.authenticator.sign({ typ: 'user', sub: user.id, tenantId: user.tenantId, tier: user.tenant.tier, role: user.role })
       return {
         status: 200, headers: { ...limits, ...NO_STORE },
         body: { accessToken, user: { id: user.id, email: user.email, role: user.role, tenantId: user.tenantId }, tenant: user.tenant },
@@ -132,6 +130,8 @@ export const authRoutes: RouteDef[] = [
       const tenantId = req.auth!.tenantId
       const creds = newCredentials(s.phoneKey)
       await rotateCredentials(s.db, tenantId, { credentialId: uuidv7(s.now()), keyHash: creds.keyHash, secretMac: creds.secretMac })
+      // The old key is refused at once, here and (through the bus) on every other node.
+      await notifyTenantChanged(s, tenantId)
       return { status: 200, headers: NO_STORE, body: { apiKey: creds.apiKey, apiSecret: creds.apiSecret } }
     },
   }),

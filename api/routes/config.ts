@@ -3,7 +3,6 @@
 import { Type } from '@sinclair/typebox'
 import type { E164, TenantId, TenantRouting } from '../../engine/types.js'
 import { getTenant, updateTenant, type TenantPatch, type TenantRow } from '../../sql/tenants.js'
-import { authenticatorOf } from '../auth/authenticate.js'
 import { route, ApiProblem, type RouteDef } from '../route.js'
 import { ConsentMode, E164 as E164Schema, ExpiredCallBehavior, HttpUrl, Nullable, TenantView } from '../schemas/common.js'
 import type { Services } from '../services.js'
@@ -32,12 +31,15 @@ function routingOf(t: TenantRow): TenantRouting {
   }
 }
 
-/** After a tenant was created or changed here: drop cached status/tier and tell the engine. */
+/**
+ * After a tenant or its API keys were created or changed through this node: the tenant directory
+ * takes the change at once, and the composition root's hook tells the engine and the other nodes.
+ */
 export async function notifyTenantChanged(services: Services, tenantId: string, row?: TenantRow): Promise<void> {
-  authenticatorOf(services).invalidateTenant(tenantId)
+  services.authenticator.changed(tenantId)
   if (!services.onTenantChanged) return
   const t = row ?? await getTenant(services.db, tenantId)
-  if (t) services.onTenantChanged(routingOf(t))
+  if (t) await services.onTenantChanged(routingOf(t))
 }
 
 async function readTenant(services: Services, tenantId: string): Promise<TenantRow> {

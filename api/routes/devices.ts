@@ -2,7 +2,6 @@
 // Tenant or dashboard token; validation failures use the `validation-error` slug.
 import { Type } from '@sinclair/typebox'
 import { deactivateDeviceToken, getPresence, upsertDeviceToken, upsertPresence } from '../../sql/devices.js'
-import { authenticatorOf } from '../auth/authenticate.js'
 import { route, ApiProblem, type ApiRequest, type RouteDef } from '../route.js'
 import { E164, Nullable, Platform, StringEnum } from '../schemas/common.js'
 
@@ -19,7 +18,7 @@ const PresenceView = Type.Object({ status: PresenceStatus, platform: Nullable(Pl
 /** The party hash of a number under the tenant's salt (DECISIONS 2): the number is not stored. */
 async function userHash(req: ApiRequest, e164: string): Promise<{ tenantId: string; hash: string }> {
   const tenantId = req.auth!.tenantId
-  const meta = await authenticatorOf(req.services).tenant(tenantId)
+  const meta = await req.services.authenticator.tenant(tenantId)
   if (!meta) throw new ApiProblem('unauthorized', 'The tenant of this token does not exist')
   return { tenantId, hash: req.services.hashParty(meta.salt, e164) }
 }

@@ -5,7 +5,7 @@
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import { TIER_LIMITS } from '../../engine/types.js'
-import { authenticatorOf, type Authenticator } from '../../api/auth/authenticate.js'
+import type { Authenticator } from '../../api/auth/authenticate.js'
 import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
 import { rateLimitHeaders, rateLimiterOf, WINDOW_MS, type RateDecision, type RateLimiter } from '../../api/rate-limit/limiter.js'
 import { ApiProblem, type ApiReply, type ApiRequest, type AuthContext, type RouteDef } from '../../api/route.js'
@@ -67,7 +67,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     services,
     log: services.log,
     baseUrl: services.config.publicBaseUrl,
-    auth: authenticatorOf(services),
+    auth: services.authenticator,
     limiter: rateLimiterOf(services),
     checkResponses: opts.checkResponses ?? false,
     clientIp: clientIpResolver(services.config.trustedProxies),

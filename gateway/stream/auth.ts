@@ -26,7 +26,7 @@ export function extractToken(authorization: string, secWebSocketProtocol: string
 
 /**
  * The `verifyTenantToken` the service passes to registerStream, over the API's own authenticator
- * (api/auth/authenticate.ts authenticatorOf(services): same JWT rules, same caches): user tokens
+ * (services.authenticator, api/auth/authenticate.ts: same JWT rules, same caches): user tokens
  * and suspended tenants are refused with 403 (spec 5.3, DECISIONS 3), anything else invalid 401.
  */
 export function streamTokenVerifier(auth: Pick<Authenticator, 'authenticateToken'>): (token: string) => Promise<StreamPrincipal> {

@@ -14,6 +14,8 @@ import { healthRoutes } from '../../api/routes/health.js'
 import { numberRoutes } from '../../api/routes/numbers.js'
 import { openapiRoute } from '../../api/routes/openapi.js'
 import { createHttpApp } from '../../gateway/http/app.js'
+import { TenantDirectory } from '../../gateway/tenant-directory.js'
+import { createAuthenticator } from '../../api/auth/authenticate.js'
 import { createPartyHasher } from '../../sql/crypto.js'
 import { testDatabase } from '../support/db.js'
 
@@ -84,14 +86,17 @@ export async function startApi(t: Test, opts: StartOptions = {}) {
   const bodies: string[] = []
   const log = createLogger({ level: 'debug', destination: { write: (s: string) => { logs.push(s) } } })
   const phoneKey = randomBytes(32)
+  const jwtSecret = randomBytes(32)
   const services: Services = {
     config: { publicBaseUrl: BASE_URL, nodeId: 'test', cooldownSeconds: 900, retentionDays: 90, webhookAllowInsecure: false },
     log,
     db,
-    jwtSecret: randomBytes(32),
+    jwtSecret,
     phoneKey,
     hashParty: createPartyHasher(phoneKey),
     now: clock.now,
+    // The tenant directory as a node that has just booted: each tenant loaded on first use, then kept current.
+    authenticator: createAuthenticator({ jwtSecret, phoneKey, now: clock.now, directory: new TenantDirectory(db) }),
     ...opts.services,
   }
   const routes = opts.routes ?? ownRoutes(opts.extraRoutes)

@@ -4,6 +4,8 @@ import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { sql, type DatabasePool } from 'slonik'
 import { testDatabase } from '../support/db.js'
+import { createAuthenticator } from '../../api/auth/authenticate.js'
+import { TenantDirectory } from '../../gateway/tenant-directory.js'
 import { startWebhookReceiver } from '../support/webhook-receiver.js'
 import { uuidv7 } from '../../api/ids.js'
 import { createLogger } from '../../api/log.js'
@@ -31,6 +33,7 @@ async function start(t: Test) {
   const services: Services = {
     config: { publicBaseUrl: BASE, nodeId: 'test', cooldownSeconds: 900, retentionDays: 90, webhookAllowInsecure: false },
     log, db: db.pool, jwtSecret, phoneKey, hashParty: createPartyHasher(phoneKey), now: Date.now,
+    authenticator: createAuthenticator({ jwtSecret, phoneKey, now: Date.now, directory: new TenantDirectory(db.pool) }),
   }
   const dispatcher = createDispatcher({
     pool: db.pool, log, now: Date.now, allowInsecure: true, secrets: createSecretCipher(phoneKey), pollIntervalMs: 60_000,
