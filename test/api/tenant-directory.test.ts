@@ -15,6 +15,11 @@ import { sql } from 'slonik'
 import { loadConfig } from '../../gateway/config.js'
 import { startService, type RunningService } from '../../gateway/service.js'
 import { tokenSigner, verifyToken, keyId } from '../../api/auth/tokens.js'
+import { createAuthenticator } from '../../api/auth/authenticate.js'
+import { newCredentials } from '../../api/auth/credentials.js'
+import { uuidv7 } from '../../api/ids.js'
+import { TenantDirectory } from '../../gateway/tenant-directory.js'
+import { createTenantWithOwner } from '../../sql/tenants.js'
 import { testDatabase } from '../support/db.js'
 import type { Database } from '../../sql/db.js'
 
@@ -153,4 +158,44 @@ t.test('tokens are signed without jose and are the standard HS256 JWT jose makes
   t.equal(token, jose, 'the very bytes SignJWT produces')
   const v = await verifyToken(key, keyId(key), token, now)
   t.same(v, { claims: { typ: 'tenant', sub: 'cred-1', tenantId: '01890a5d-ac96-774b-bcce-b302099a8057', tier: 'GROWTH', scopes: ['api'] }, expMs: now + 900_000 })
+})
+
+t.test('a token exchange and a token check ask Postgres nothing once the key and tenant are in the directory', async t => {
+  const db = await testDatabase(t)
+  const phoneKey = randomBytes(32), jwtSecret = randomBytes(32)
+  const creds = newCredentials(phoneKey)
+  const tenantId = uuidv7()
+  await createTenantWithOwner(db.pool, {
+    tenantId, name: `Quiet ${tenantId}`, salt: randomBytes(32), userId: uuidv7(), email: `quiet-${tenantId}@example.test`,
+    passwordHash: 'not-a-password', credentialId: uuidv7(), keyHash: creds.keyHash, secretMac: creds.secretMac,
+  })
+  // Every statement through the directory's pool is counted.
+  let statements = 0
+  const counting = new Proxy(db.pool, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop, target) as unknown
+      if (typeof v !== 'function') return v
+      return (...args: unknown[]) => { statements++; return (v as (...a: unknown[]) => unknown).apply(target, args) }
+    },
+  })
+  const directory = new TenantDirectory(counting)
+  await directory.loadAll()
+  const auth = createAuthenticator({ jwtSecret, phoneKey, now: Date.now, directory })
+  const booted = statements
+  for (let i = 0; i < 50; i++) {
+    const r = await auth.exchange(creds.keyHash, creds.apiSecret)
+    if (typeof r !== 'object') { t.fail(`exchange ${i}: ${r}`); break }
+    const ctx = await auth.authenticate(`Bearer ${r.accessToken}`, 'tenant')
+    if (ctx.tenantId !== tenantId) { t.fail('another tenant'); break }
+  }
+  t.equal(await auth.exchange(creds.keyHash, newCredentials(phoneKey).apiSecret), 'unauthorized', 'a wrong secret is refused')
+  t.equal(statements - booted, 0, '50 exchanges and token checks, a wrong secret: no statement')
+
+  // A key this node has not seen (made on another node a moment ago): one lookup, then memory.
+  const other = newCredentials(phoneKey)
+  await db.pool.query(sql.unsafe`INSERT INTO api_credentials (id, tenant_id, key_hash, secret_mac) VALUES (${uuidv7()}, ${tenantId}, ${sql.binary(other.keyHash)}, ${sql.binary(other.secretMac)})`)
+  const before = statements
+  t.type(await auth.exchange(other.keyHash, other.apiSecret), 'object', 'a key made elsewhere works')
+  t.type(await auth.exchange(other.keyHash, other.apiSecret), 'object')
+  t.equal(statements - before, 1, 'loaded once, then from memory')
 })
