@@ -1,0 +1,111 @@
+// The boot load (sql/session-load.ts loadLiveSessions: one binary COPY, decoded in place): every
+// live session exactly once, each record exactly as getSessionRecord reads it (timestamps to the
+// millisecond, sub-millisecond and pre-2000 ones included), each with its view extras (issue 13:
+// metadata as jsonb text, call_count, last_call_at) at the same position, on both backends.
+import t from 'tap'
+import { sql } from 'slonik'
+import type { E164, SessionRecord } from '../../engine/types.js'
+import { bulkInsertSessions, getSessionRecord, loadLiveSessions, type BulkSessionRow } from '../../sql/sessions.js'
+import type { LiveExtra } from '../../sql/session-load.js'
+import { testDatabase } from '../support/db.js'
+import { addNumbers, addTenant, cipher, hashParty, MINUTE, party, proxy, record, T0 } from './fixtures.js'
+
+const LIVE = 1_500
+
+t.test('loadLiveSessions', async t => {
+  const db = await testDatabase(t)
+  await addNumbers(db.pool, 100)
+  const tenant = await addTenant(db.pool, 'ENTERPRISE')
+  const rows: BulkSessionRow[] = []
+  const metadataOf = (i: number): Record<string, unknown> | undefined =>
+    i % 3 === 0 ? undefined : { orderId: `o-${i}`, nested: { n: i, ok: i % 2 === 0 }, 'é': 'ü ✓', z: null }
+  const states: SessionRecord['state'][] = ['ACTIVE', 'PENDING', 'GRACE_PERIOD']
+  for (let i = 0; i < LIVE + 300; i++) {
+    const live = i < LIVE
+    // Two parties per session, unique per proxy (spec 3.1); a few numbers of every E.164 length.
+    const agent = (i % 97 === 0 ? `+4477009${String(i).padStart(5, '0')}` : i % 89 === 0 ? `+86131${String(i).padStart(10, '0')}` : party(2 * i)) as E164
+    const rec = record(tenant, { proxy: proxy(i % 100), agent, customer: party(2 * i + 1), at: T0 + i * 1_001, state: live ? states[i % 3] : (i % 2 ? 'EXPIRED' : 'FAILED') })
+    if (rec.state === 'GRACE_PERIOD') rec.endedAt = rec.createdAt + 5 * MINUTE
+    if (!live) rec.expiredAt = rec.expiresAt
+    rec.version = 1 + (i % 4)
+    rec.recordingEnabled = i % 5 === 0
+    rec.consentPrompt = i % 5 === 0 ? 'CUSTOM' : i % 7 === 0 ? 'NONE' : 'DEFAULT'
+    rec.directionMode = (['BIDIRECTIONAL', 'A_TO_B_ONLY', 'B_TO_A_ONLY'] as const)[i % 3]!
+    rows.push({
+      rec, agentHash: hashParty(tenant.salt, rec.agentPhone), customerHash: hashParty(tenant.salt, rec.customerPhone),
+      agentEnc: cipher.encrypt(rec.agentPhone), customerEnc: cipher.encrypt(rec.customerPhone), ...(metadataOf(i) ? { metadata: metadataOf(i)! } : {}),
+    })
+  }
+  await bulkInsertSessions(db.pool, rows)
+  // What the text path and the binary path could disagree on: sub-millisecond digits, times before
+  // 2000 (negative in binary), far future; and the call counters.
+  await db.pool.query(sql.unsafe`UPDATE sessions SET created_at = created_at + interval '999 microseconds',
+    call_count = 3, last_call_at = '2026-01-15 12:30:00.123456+00' WHERE id IN (SELECT id FROM sessions ORDER BY id LIMIT 40)`)
+  await db.pool.query(sql.unsafe`UPDATE sessions SET activated_at = '1999-12-31 23:59:59.9995+00', call_count = 2147483647
+    WHERE id = ${rows[4]!.rec.id}`)
+  await db.pool.query(sql.unsafe`UPDATE sessions SET expires_at = '2999-01-01 00:00:00.000001+00', last_call_at = '1969-07-20 20:17:40.5+00'
+    WHERE id = ${rows[5]!.rec.id}`)
+
+  const liveIds = new Set(rows.filter(r => ['ACTIVE', 'PENDING', 'GRACE_PERIOD'].includes(r.rec.state)).map(r => r.rec.id))
+  t.equal(liveIds.size, LIVE)
+
+  t.test('every live session once, as getSessionRecord reads it, extras in step', async t => {
+    const recs: SessionRecord[] = []
+    const extras: LiveExtra[] = []
+    const sizes: number[] = []
+    const n = await loadLiveSessions(db.pool, cipher, (r, x) => {
+      t.equal(r.length, x.length, 'parallel arrays')
+      sizes.push(r.length)
+      recs.push(...r)
+      extras.push(...x)
+    }, 256)
+    t.equal(n, LIVE)
+    t.equal(recs.length, LIVE)
+    t.same(new Set(recs.map(r => r.id)), liveIds, 'the live ones, each once')
+    t.ok(sizes.slice(0, -1).every(s => s === 256) && sizes.at(-1)! <= 256, 'batches of batchSize, the last one smaller')
+
+    const stored = new Map((await db.pool.any(sql.unsafe`
+      SELECT id, metadata::text AS m, call_count, last_call_at FROM sessions`) as readonly { id: string; m: string; call_count: number; last_call_at: number | null }[])
+      .map(r => [r.id, { metadataJson: r.m, callCount: r.call_count, lastCallAt: r.last_call_at }]))
+    let same = 0
+    for (let i = 0; i < recs.length; i++) {
+      const want = await getSessionRecord(db.pool, recs[i]!.id, cipher)
+      if (t.same(recs[i], want, `record ${recs[i]!.id}`) && t.same(extras[i], stored.get(recs[i]!.id), `extras ${recs[i]!.id}`)) same++
+    }
+    t.equal(same, LIVE)
+    const edge = recs.find(r => r.id === rows[4]!.rec.id)!
+    t.equal(edge.activatedAt, Date.UTC(1999, 11, 31, 23, 59, 59, 999), 'before 2000: the millisecond it falls in')
+    t.equal(extras[recs.indexOf(edge)]!.callCount, 2147483647)
+    const far = recs.indexOf(recs.find(r => r.id === rows[5]!.rec.id)!)
+    t.equal(recs[far]!.expiresAt, Date.UTC(2999, 0, 1))
+    t.equal(extras[far]!.lastCallAt, Date.UTC(1969, 6, 20, 20, 17, 40, 500))
+    t.equal(extras.find((_, i) => recs[i]!.id === rows[3]!.rec.id)!.metadataJson, '{}', 'no metadata: {}')
+    t.match(extras.find((_, i) => recs[i]!.id === rows[1]!.rec.id)!.metadataJson, /"é": "ü ✓"/, 'UTF-8 text as jsonb prints it')
+  })
+
+  t.test('an async onBatch gets one batch at a time and is awaited', async t => {
+    let running = 0
+    let overlap = false
+    const seen: string[] = []
+    const n = await loadLiveSessions(db.pool, cipher, async recs => {
+      if (running++ > 0) overlap = true
+      await new Promise(resolve => setTimeout(resolve, 2))
+      seen.push(...recs.map(r => r.id))
+      running--
+    }, 50)
+    t.equal(n, LIVE)
+    t.notOk(overlap, 'never two batches at once')
+    t.equal(seen.length, LIVE, 'all handed over before it resolved')
+  })
+
+  t.test('a throwing onBatch fails the load, and the next load works', async t => {
+    await t.rejects(loadLiveSessions(db.pool, cipher, () => { throw new Error('engine refused') }, 100), /engine refused/)
+    t.equal(await loadLiveSessions(db.pool, cipher, () => {}), LIVE)
+  })
+
+  t.test('a number altered at rest fails the boot instead of routing a wrong number', async t => {
+    await db.pool.query(sql.unsafe`UPDATE sessions SET agent_phone_enc = set_byte(agent_phone_enc, 14, get_byte(agent_phone_enc, 14) # 1)
+      WHERE id = ${rows[7]!.rec.id}`)
+    await t.rejects(loadLiveSessions(db.pool, cipher, () => {}))
+  })
+})
