@@ -33,6 +33,7 @@ export interface EngineOptions {
 export type PoolCount = { region: string; provider: string; total: number; available: number; inUse: number; cooldown: number }
 
 const MINUTE = 60_000
+const NO_CLASHES: LiveSession[] = []
 
 export class Engine {
   readonly emitter: Emitter<EngineEvents> = createNanoEvents<EngineEvents>()
@@ -132,6 +133,9 @@ export class Engine {
     if (!this.#apply(plan.next, true)) return
     for (const e of plan.events) this.emitter.emit('event', e)
   }
+
+  /** Boot: room for about this many live sessions before load() (a hint; any number still fits). */
+  reserve(sessions: number): void { this.#index.reserve(2 * sessions) }
 
   /**
    * Boot and cross-node sync: upsert by version, drop the session if it is no longer live. The
@@ -251,18 +255,19 @@ export class Engine {
    * Strict (commit): throws instead, before anything changed.
    */
   #clashes(proxy: ProxyNumber, tenant: TenantSlot, rec: SessionRecord, strict: boolean): LiveSession[] {
-    if (proxy.live === 0) return []
+    if (proxy.live === 0) return NO_CLASHES
     if (proxy.owner !== tenant) {
       if (strict) throw new IndexConflictError(rec.id, `its proxy is held by tenant ${proxy.owner?.routing.id}`)
       // Only a load() of a record the store knows better gets here: a full scan is fine.
       return [...this.#sessions.values()].filter(s => s.proxy === proxy && s.id !== rec.id)
     }
-    const out: LiveSession[] = []
-    for (const phone of [rec.agentPhone, rec.customerPhone]) {
-      const s = this.#index.get(proxy.key, e164Key(phone))
-      if (s !== undefined && s.id !== rec.id && !out.includes(s)) out.push(s)
-    }
-    if (out.length > 0 && strict) throw new IndexConflictError(rec.id, `shares a party on its proxy with ${out.map(s => s.id).join(', ')}`)
+    const a = this.#index.get(proxy.key, e164Key(rec.agentPhone))
+    const c = this.#index.get(proxy.key, e164Key(rec.customerPhone))
+    const clashA = a !== undefined && a.id !== rec.id
+    const clashC = c !== undefined && c.id !== rec.id && c !== a
+    if (!clashA && !clashC) return NO_CLASHES // no array per call: every session a boot loads gets here
+    const out = clashA && clashC ? [a, c] : clashA ? [a] : [c!]
+    if (strict) throw new IndexConflictError(rec.id, `shares a party on its proxy with ${out.map(s => s.id).join(', ')}`)
     return out
   }
 

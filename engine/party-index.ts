@@ -130,17 +130,30 @@ export class PartyIndex {
     this.#size--
   }
 
-  #grow(): void {
+  /** Room for `entries` without growing (boot: one table of the right size, not a dozen rehashes). */
+  reserve(entries: number): void {
+    let cap = this.#mask + 1
+    while (entries > MAX_LOAD * cap) cap *= 2
+    if (cap > this.#mask + 1) this.#grow(cap)
+  }
+
+  #grow(cap = 2 * (this.#mask + 1)): void {
     const oldKeys = this.#keys
     const oldValues = this.#values
-    const cap = 2 * (this.#mask + 1)
-    this.#keys = new Float64Array(2 * cap)
-    this.#values = new Array<LiveSession | null>(cap).fill(null)
-    this.#mask = cap - 1
-    this.#size = 0
+    const keys = this.#keys = new Float64Array(2 * cap)
+    const values = this.#values = new Array<LiveSession | null>(cap).fill(null)
+    const mask = this.#mask = cap - 1
+    // Keys are unique here: each goes to the first free slot of its probe run, no find() first
+    // (a million-session boot grows the table a dozen times).
     for (let i = 0; i < oldValues.length; i++) {
       const p = oldKeys[2 * i]
-      if (p !== 0) this.set(Math.abs(p), oldKeys[2 * i + 1], p < 0, oldValues[i] as LiveSession)
+      if (p === 0) continue
+      const c = oldKeys[2 * i + 1]
+      let j = hash(Math.abs(p), c) & mask
+      while (keys[2 * j] !== 0) j = (j + 1) & mask
+      keys[2 * j] = p
+      keys[2 * j + 1] = c
+      values[j] = oldValues[i]!
     }
   }
 }
