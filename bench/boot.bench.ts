@@ -11,7 +11,8 @@
 // their deadline, so the boot has them to expire. Then the service is started as `npm start`
 // does (`node --import tsx gateway/main.ts`, configured through its environment only) and timed
 // to its "listening" log line, which carries startService's own figure (bootMs: database, rebuild,
-// boot expiry, listen). One voice callback per sampled session checks that the rebuilt engine
+// boot expiry, listen), and to its 'boot' line (the phases before listening: database, tenants and
+// numbers, sessions; the heap after the load). One voice callback per sampled session checks that the rebuilt engine
 // routes. Prints one `bench: <name> <value> <unit>` line per figure.
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
@@ -74,6 +75,18 @@ async function writeExpired(pool: Parameters<typeof bulkInsertSessions>[0], pop:
 
 interface Listening { time: number; port: number; bootMs: number; liveSessions: number }
 
+/** startService's 'boot' line: the phases before listening (database, tenants and numbers, sessions). */
+function bootPhases(lines: readonly string[]): { ms: Record<string, number>; heapMiB: number } | undefined {
+  for (const line of lines) {
+    if (!line.startsWith('{') || !line.includes('"boot"')) continue
+    try {
+      const o = JSON.parse(line) as { msg?: unknown; ms?: Record<string, number>; heapMiB?: number }
+      if (o.msg === 'boot' && o.ms) return { ms: o.ms, heapMiB: Number(o.heapMiB) }
+    } catch { /* not ours */ }
+  }
+  return undefined
+}
+
 function listening(line: string): Listening | undefined {
   if (!line.startsWith('{') || !line.includes('"listening"')) return undefined
   try {
@@ -133,6 +146,7 @@ async function main() {
       const xml = await (await fetch(`${base}/v1/webhooks/cpaas/voice`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body })).text()
       if (!xml.includes(`>${customerOf(i)}</Number>`)) throw new Error(`session ${i}: the rebuilt engine does not connect the agent to the customer: ${xml.slice(0, 200)}`)
     }
+    const lines = [...child.lines]
     await child.stop(15_000)
     child = null
     if (EXPIRED > 0) {
@@ -153,6 +167,11 @@ async function main() {
     figure('boot.sessions_per_s', Math.round((N + EXPIRED) / (ready.bootMs / 1000)), 'sessions/s')
     figure('boot.spawn_to_listening_ms', spawnToListening, 'ms')
     figure('boot.rss', Math.round(rss / 2 ** 20), 'MiB')
+    const phases = bootPhases(lines)
+    if (phases) {
+      for (const [name, ms] of Object.entries(phases.ms)) figure(`boot.phase.${name}_ms`, ms, 'ms')
+      figure('boot.heap_after_load', phases.heapMiB, 'MiB')
+    }
     note(`${db.kind}: startService ${ready.bootMs} ms for ${(N + EXPIRED).toLocaleString('en')} sessions, ${spawnToListening} ms from spawn to "listening", RSS ${Math.round(rss / 2 ** 20)} MiB; ${sample.length} sampled sessions route`)
   } finally {
     if (child) await child.stop(5_000)

@@ -30,6 +30,7 @@ import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
 import { getSessionRecord, loadLiveSessions, loadNumbers, seedNumbers } from '../sql/sessions.js'
+import { countLiveSessions } from '../sql/session-load.js'
 import { createRecordWriter } from '../sql/records.js'
 import { instanceId } from '../sql/instance.js'
 import { StoreError } from '../sql/errors.js'
@@ -119,6 +120,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       log.info({ batches: leftovers.batches.length }, 'journal replayed')
     }
 
+    const rebuildAt = performance.now() // the boot's phases are logged ('boot'): where a slow boot goes (#13)
     const engine = new Engine({ cooldownMs: cfg.cooldownSeconds * 1000 })
     const mailboxes = new Mailboxes()
     const cipher = createPhoneCipher(cfg.phoneKey)
@@ -128,7 +130,17 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     await tenants.loadAll()
     const numbers = await loadNumbers(db.pool)
     engine.addNumbers(numbers.map(n => ({ number: n.number as E164, region: n.region, provider: n.provider, releasedAt: n.releasedAt, lastTenantId: n.lastTenantId })))
+    const sessionsAt = performance.now()
+    // One binary COPY, decoded and decrypted a batch at a time (sql/session-load.ts). Nothing
+    // listens before the engine holds every live session: no request is answered, readiness
+    // included, while routes are missing.
+    engine.reserve(await countLiveSessions(db.pool))
     const liveSessions = await loadLiveSessions(db.pool, cipher, recs => { for (const r of recs) engine.load(r) })
+    log.info({
+      liveSessions,
+      ms: { database: Math.round(rebuildAt - t0), tenantsAndNumbers: Math.round(sessionsAt - rebuildAt), sessions: Math.round(performance.now() - sessionsAt) },
+      heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
+    }, 'boot')
 
     const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, onError: onError('bus') })
     closers.push(() => bus.close())
