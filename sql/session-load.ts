@@ -268,15 +268,15 @@ class LiveDecoder {
     this.#pack(b, at[9]!, len[9]!)
     this.#pack(b, at[10]!, len[10]!)
     this.#recs.push({
-      id: b.toString('latin1', at[0]!, at[0]! + len[0]!) as SessionId, // uuid text: ASCII
-      tenantId: b.toString('latin1', at[1]!, at[1]! + len[1]!) as TenantId,
-      proxyNumber: b.toString('utf8', at[2]!, at[2]! + len[2]!) as E164,
-      state: b.toString('utf8', at[3]!, at[3]! + len[3]!) as SessionRecord['state'],
-      directionMode: b.toString('utf8', at[4]!, at[4]! + len[4]!) as SessionRecord['directionMode'],
+      id: (b as unknown as Slicing).latin1Slice(at[0]!, at[0]! + len[0]!) as SessionId, // uuid text: ASCII
+      tenantId: (b as unknown as Slicing).latin1Slice(at[1]!, at[1]! + len[1]!) as TenantId,
+      proxyNumber: (b as unknown as Slicing).utf8Slice(at[2]!, at[2]! + len[2]!) as E164,
+      state: known(b, at[3]!, len[3]!) as SessionRecord['state'],
+      directionMode: known(b, at[4]!, len[4]!) as SessionRecord['directionMode'],
       gracePeriodMinutes: int(b, at[5]!, len[5]!),
       maxDurationMinutes: int(b, at[6]!, len[6]!),
       recordingEnabled: b[at[7]!] === 1,
-      consentPrompt: b.toString('utf8', at[8]!, at[8]! + len[8]!) as SessionRecord['consentPrompt'],
+      consentPrompt: known(b, at[8]!, len[8]!) as SessionRecord['consentPrompt'],
       agentPhone: '' as E164, // decrypted with the batch
       customerPhone: '' as E164,
       createdAt: stamp(b, at[11]!) as number,
@@ -288,7 +288,7 @@ class LiveDecoder {
     })
     const m = at[17]!
     this.#extras.push({
-      metadataJson: len[17] === 2 && b[m] === 0x7b && b[m + 1] === 0x7d ? EMPTY_JSON : b.toString('utf8', m, m + len[17]!),
+      metadataJson: len[17] === 2 && b[m] === 0x7b && b[m + 1] === 0x7d ? EMPTY_JSON : (b as unknown as Slicing).utf8Slice(m, m + len[17]!),
       callCount: int(b, at[18]!, len[18]!),
       lastCallAt: stamp(b, at[19]!),
     })
@@ -335,6 +335,23 @@ class LiveDecoder {
     })
     this.#queue.catch(err => this.#fail(err))
   }
+}
+
+/** Buffer's own slicers: toString(encoding, …) dispatches on the encoding per call first. */
+interface Slicing { latin1Slice(start: number, end: number): string; utf8Slice(start: number, end: number): string }
+
+/** The enum values (states, direction modes, consent prompts) as shared strings, not one per row. */
+const KNOWN = ['ACTIVE', 'PENDING', 'GRACE_PERIOD', 'BIDIRECTIONAL', 'A_TO_B_ONLY', 'B_TO_A_ONLY', 'DEFAULT', 'CUSTOM', 'NONE']
+  .map(value => ({ value, bytes: Buffer.from(value, 'latin1') }))
+
+function known(b: Buffer, at: number, len: number): string {
+  for (const k of KNOWN) {
+    if (k.bytes.length !== len) continue
+    let j = 0
+    while (j < len && b[at + j] === k.bytes[j]) j++
+    if (j === len) return k.value
+  }
+  return (b as unknown as Slicing).utf8Slice(at, at + len) // the CHECK constraints leave no other value; the engine would refuse it
 }
 
 function int(b: Buffer, at: number, len: number): number {
