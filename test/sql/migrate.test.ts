@@ -19,7 +19,7 @@ t.test('splitSqlStatements respects quotes, dollar quotes and comments', async t
 
 t.test('the shipped migrations split into plain statements', async t => {
   const files = readMigrations()
-  t.same(files.map(f => f.name), ['001_init.sql', '002_pricing_seed.sql', '003_sessions_fillfactor.sql', '004_node_journal.sql'])
+  t.same(files.map(f => f.name), ['001_init.sql', '002_pricing_seed.sql', '003_sessions_fillfactor.sql', '004_node_journal.sql', '005_write_hot_diet.sql'])
   for (const f of files) {
     const statements = splitSqlStatements(f.text)
     t.ok(statements.length > 0, f.name)
@@ -34,8 +34,8 @@ t.test('two pools migrating one empty database at once apply each migration once
   await db.pool.query(sql.unsafe`CREATE SCHEMA public`)
   const other = await db.createPool({ maximumPoolSize: 2 })
   const [a, b, c] = await Promise.all([migrate(db.pool), migrate(other), migrate(other)])
-  t.same([...a, ...b, ...c].sort(), ['001_init.sql', '002_pricing_seed.sql', '003_sessions_fillfactor.sql', '004_node_journal.sql'], 'each file applied by exactly one caller')
-  t.same(await db.pool.anyFirst(sql.unsafe`SELECT version FROM schema_migrations ORDER BY version`), ['001', '002', '003', '004'])
+  t.same([...a, ...b, ...c].sort(), ['001_init.sql', '002_pricing_seed.sql', '003_sessions_fillfactor.sql', '004_node_journal.sql', '005_write_hot_diet.sql'], 'each file applied by exactly one caller')
+  t.same(await db.pool.anyFirst(sql.unsafe`SELECT version FROM schema_migrations ORDER BY version`), ['001', '002', '003', '004', '005'])
   t.equal(await db.pool.oneFirst(sql.unsafe`SELECT count(*) FROM pricing`), 18, 'the seed ran once')
   t.same(await migrate(db.pool), [], 'nothing left to apply')
 })
@@ -49,4 +49,20 @@ t.test('an applied migration that was edited afterwards is refused', async t => 
   writeFileSync(join(dir, '999_extra.sql'), 'CREATE TABLE extra_probe (id int);')
   for (const f of readMigrations()) writeFileSync(join(dir, f.name), f.text)
   t.same(await migrate(db.pool, dir), ['999_extra.sql'], 'new files apply after the existing ones')
+})
+
+t.test('005: the record tables carry no foreign keys and one time index fewer; unknown sessions are still refused', async t => {
+  const db = await testDatabase(t)
+  const fks = await db.pool.anyFirst(sql.unsafe`
+    SELECT conrelid::regclass || '.' || conname FROM pg_constraint
+    WHERE contype = 'f' AND conrelid::regclass::text IN ('call_records', 'sms_records', 'outbox') ORDER BY 1`)
+  t.same(fks, ['outbox.outbox_tenant_id_fkey'], 'no foreign key on call_records and sms_records (outbox keeps its own, see 005)')
+  const indexes = await db.pool.anyFirst(sql.unsafe`SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'call_records'::regclass ORDER BY 1`)
+  t.same(indexes, ['call_records_pkey', 'call_records_provider_call_id_key', 'call_records_session', 'call_records_tenant_id', 'call_records_tenant_initiated'])
+  // What the record inserts call for a row without its session (sql/record-apply.ts): SQLSTATE
+  // 23503, as the dropped keys raised, naming ids only.
+  const err = await db.pool.query(sql.unsafe`SELECT refuse_record_without_session('call_records', '0190b000-0000-7000-8000-000000000001')`)
+    .then(() => null, (e: unknown) => e as { cause?: { code?: string; message?: string } })
+  t.equal(err?.cause?.code, '23503')
+  t.match(err?.cause?.message, /call_records refused: no session 0190b000-0000-7000-8000-000000000001 of this tenant/)
 })
