@@ -24,6 +24,8 @@ export interface SessionCommands {
   end(tenantId: string, id: string): Promise<SessionView>
   patch(tenantId: string, id: string, body: PatchSessionBody): Promise<SessionView>
   swapTarget(tenantId: string, id: string, customerPhone: string): Promise<SessionView>
+  /** GET /v1/sessions/verify: the newest ACTIVE or GRACE_PERIOD session this number takes part in. */
+  verify(tenantId: string, userPhone: string): Promise<{ sessionId: string; proxyNumber: string; metadata: Record<string, unknown> } | null>
 }
 
 export interface TenantLookup {

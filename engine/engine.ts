@@ -2,14 +2,14 @@
 // routing, by id for commands, and by deadline for expiry. Pure: it never reads a clock or does
 // I/O. Commands are planned (no mutation), persisted by the caller, then committed; only commit()
 // and tick() change memory and emit events (STYLE 1, 3).
-import { createNanoEvents, type Emitter } from 'nanoevents'
 import { allocateProxy } from './allocate-proxy.js'
 import { IndexConflictError, UnknownTenantError } from './errors.js'
-import { eventOf, type EngineEvent } from './events.js'
+import { eventOf } from './events.js'
 import { ExpiryHeap } from './expiry-heap.js'
-import { LiveSession } from './live-session.js'
+import { LiveSession, type LiveView, type SessionExtras } from './live-session.js'
 import { NumberPool, type ProxyNumber } from './number-pool.js'
 import { PartyIndex, e164Key } from './party-index.js'
+import { newestByParty } from './party-lookup.js'
 import type { CreateInput, OkPlan, Plan } from './plan.js'
 import { regionOf } from './region.js'
 import { routeCall, type RouteDecision } from './route-decision.js'
@@ -17,10 +17,6 @@ import { expire, isLive, step, type SessionMsg } from './session.js'
 import { TenantSlot } from './tenant-slot.js'
 import { Tombstones } from './tombstones.js'
 import { TIER_LIMITS, type E164, type SessionId, type SessionRecord, type TenantRouting } from './types.js'
-
-export interface EngineEvents {
-  event: (e: EngineEvent) => void
-}
 
 export interface EngineOptions {
   /** NUMBER_COOLDOWN_SECONDS × 1000 (spec 3.1). */
@@ -36,7 +32,6 @@ const MINUTE = 60_000
 const NO_CLASHES: LiveSession[] = []
 
 export class Engine {
-  readonly emitter: Emitter<EngineEvents> = createNanoEvents<EngineEvents>()
   readonly #pool: NumberPool
   readonly #limits: typeof TIER_LIMITS
   readonly #tenants = new Map<string, TenantSlot>()
@@ -60,7 +55,6 @@ export class Engine {
     else slot.routing = t
   }
 
-  /** Idempotent: a number already in the pool keeps its region, provider and state. */
   /**
    * Idempotent. At boot, `releasedAt` (cooldown start) and `lastTenantId` (whose expired
    * behaviour a call to a released number gets) restore what the store remembers.
@@ -125,13 +119,13 @@ export class Engine {
   }
 
   /**
-   * Applies a persisted plan, then emits its events. A plan whose version is not newer than the
-   * one held (or than a session's final version) is ignored, so committing twice is harmless.
+   * Applies a persisted plan; false when its version is not newer than the one held (or than a
+   * session's final version) and nothing changed, so committing twice is harmless. The plan's
+   * events are the caller's to announce, once it has persisted them.
    * Throws IndexConflictError, changing nothing, if the plan clashes with a live session.
    */
-  commit(plan: OkPlan): void {
-    if (!this.#apply(plan.next, true)) return
-    for (const e of plan.events) this.emitter.emit('event', e)
+  commit(plan: OkPlan): boolean {
+    return this.#apply(plan.next, true)
   }
 
   /** Boot: room for about this many live sessions before load() (a hint; any number still fits). */
@@ -141,29 +135,28 @@ export class Engine {
    * Boot and cross-node sync: upsert by version, drop the session if it is no longer live. The
    * store is the truth, so live sessions the record clashes with are dropped. Emits nothing.
    */
-  load(rec: SessionRecord): void {
+  load(rec: SessionRecord, extras?: SessionExtras): void {
     this.#apply(rec, false)
+    if (extras !== undefined) this.#sessions.get(rec.id)?.absorb(rec.version, extras)
   }
 
   /**
    * Expires every live session due at `now`, earliest deadline first; returns the EXPIRED records
-   * for the caller to persist. `max` bounds the work of one call (a burst of a million deadlines
-   * would otherwise block the event loop for seconds): call again while it returns `max` records.
+   * for the caller to persist and announce (expiryEvent). `max` bounds the work of one call (a
+   * burst of a million deadlines would otherwise block the event loop for seconds): call again
+   * while it returns `max` records.
    * Due sessions stop routing at expiresAt whether or not the tick has run.
    */
   tick(now: number, max = Infinity): SessionRecord[] {
     if (now > this.#clock) this.#clock = now
     const expired: SessionRecord[] = []
-    const events: EngineEvent[] = []
     for (let s = this.#timers.peek(); s !== undefined && s.expiresAt <= now && expired.length < max; s = this.#timers.peek()) {
-      const r = expire(s.toRecord(), now) // the timer-fired row of step(): held sessions are live
+      const next = expire(s.toRecord(), now).next // the timer-fired row of step(): held sessions are live
       this.#remove(s, now)
-      this.#tombstones.add(s.id, r.next.version, now)
-      expired.push(r.next)
-      events.push(...r.events)
+      this.#tombstones.add(s.id, next.version, now)
+      expired.push(next)
     }
     this.#tombstones.prune(now)
-    for (const e of events) this.emitter.emit('event', e)
     return expired
   }
 
@@ -175,6 +168,17 @@ export class Engine {
   /** A live session (PENDING, ACTIVE, GRACE_PERIOD); ended ones are in the store only. */
   get(id: SessionId): SessionRecord | undefined {
     return this.#sessions.get(id)?.toRecord()
+  }
+
+  /** A live session's metadata and call counters (issue 13: reads from memory); undefined when not live here. */
+  live(id: SessionId): LiveView | undefined {
+    return this.#sessions.get(id)
+  }
+
+  /** The newest ACTIVE or GRACE_PERIOD session of the tenant this number takes part in. */
+  findByParty(tenantId: string, party: string): LiveView | undefined {
+    const slot = this.#tenants.get(tenantId)
+    return slot === undefined ? undefined : newestByParty(slot, this.#index, party)
   }
 
   liveCount(tenantId: string): number {

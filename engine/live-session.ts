@@ -8,6 +8,35 @@ import type { ProxyNumber } from './number-pool.js'
 import type { TenantSlot } from './tenant-slot.js'
 import type { ConsentPrompt, DirectionMode, E164, SessionId, SessionRecord, SessionState } from './types.js'
 
+const EMPTY_METADATA = '{}'
+
+/** What a live session shows besides its record (spec 2.2): metadata and its call counters. */
+export interface SessionExtras {
+  /** The metadata as JSON text, keys in Postgres's jsonb order. */
+  metadataJson: string
+  callCount: number
+  lastCallAt: number | null
+}
+
+/** A live session as GET /v1/sessions/:id shows it (issue 13: answered from memory). */
+export interface LiveSnapshot extends SessionExtras {
+  record: SessionRecord
+}
+
+/** What the gateway reads and changes of a live session besides its record (Engine.live). */
+export interface LiveView {
+  snapshot(): LiveSnapshot
+  /** The metadata a committed create or PATCH stored (JSON text, jsonb key order). */
+  setMetadata(json: string): void
+  /**
+   * A call of this session is being recorded: counted at once, before its record reaches
+   * Postgres. Returns the lastCallAt it replaced, for unnoteCall.
+   */
+  noteCall(at: number): number | null
+  /** Takes back a noteCall whose record Postgres did not insert (a replayed CallSid, a refusal). */
+  unnoteCall(at: number, prevLastCallAt: number | null): void
+}
+
 const STATES: readonly SessionState[] = ['PENDING', 'ACTIVE', 'GRACE_PERIOD']
 const MODES: readonly DirectionMode[] = ['BIDIRECTIONAL', 'A_TO_B_ONLY', 'B_TO_A_ONLY']
 const CONSENTS: readonly ConsentPrompt[] = ['DEFAULT', 'CUSTOM', 'NONE']
@@ -26,7 +55,7 @@ function packFlags(rec: SessionRecord): number {
 
 export function consentOf(flags: number): ConsentPrompt { return CONSENTS[(flags >> 4) & 3] }
 
-export class LiveSession {
+export class LiveSession implements LiveView {
   // Declaration order is memory order: what route() reads comes first, to share cache lines.
   flags: number
   expiresAt: number
@@ -42,6 +71,12 @@ export class LiveSession {
   endedAt: number | null
   version: number
   heapPos = -1
+  // What GET /v1/sessions/:id shows besides the record (issue 13: reads of live sessions come
+  // from memory). metadata is kept as its JSON text in Postgres's key order (one shared string when
+  // empty) and parsed per read: reads are far rarer than the memory a parsed object would hold.
+  metadata = EMPTY_METADATA
+  callCount = 0
+  lastCallAt: number | null = null
 
   constructor(rec: SessionRecord, proxy: ProxyNumber, tenant: TenantSlot) {
     this.id = rec.id
@@ -71,6 +106,36 @@ export class LiveSession {
     this.expiresAt = rec.expiresAt
     this.endedAt = rec.endedAt
     this.version = rec.version
+  }
+
+  snapshot(): LiveSnapshot {
+    return { record: this.toRecord(), metadataJson: this.metadata, callCount: this.callCount, lastCallAt: this.lastCallAt }
+  }
+
+  setMetadata(json: string): void {
+    this.metadata = json === EMPTY_METADATA ? EMPTY_METADATA : json
+  }
+
+  noteCall(at: number): number | null {
+    const prev = this.lastCallAt
+    this.callCount++
+    if (prev === null || at > prev) this.lastCallAt = at
+    return prev
+  }
+
+  unnoteCall(at: number, prevLastCallAt: number | null): void {
+    if (this.callCount > 0) this.callCount--
+    if (this.lastCallAt === at) this.lastCallAt = prevLastCallAt // a later call moved it on and keeps it
+  }
+
+  /**
+   * What Postgres held at `version`: its metadata goes with that version; the call counters only
+   * grow (this node may have counted calls whose records are still being written behind).
+   */
+  absorb(version: number, x: SessionExtras): void {
+    if (this.version === version) this.setMetadata(x.metadataJson)
+    if (x.callCount > this.callCount) this.callCount = x.callCount
+    if (x.lastCallAt !== null && (this.lastCallAt === null || x.lastCallAt > this.lastCallAt)) this.lastCallAt = x.lastCallAt
   }
 
   toRecord(): SessionRecord {

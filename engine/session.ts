@@ -59,7 +59,13 @@ export function step(s: SessionRecord, m: SessionMsg, now: number): StepResult {
 /** spec 3.1: the grace period elapsed or the hard timeout hit (the caller checked it is due). */
 export function expire(s: SessionRecord, now: number): { next: SessionRecord; events: EngineEvent[] } {
   const next: SessionRecord = { ...s, state: 'EXPIRED', expiredAt: now, version: s.version + 1 }
-  return { next, events: [eventOf('session.expired', now, next)] }
+  return { next, events: [expiryEvent(next)] }
+}
+
+/** The session.expired of an expired record: Engine.tick hands out the records, and whoever
+ * persists them announces this (gateway/session-runner.ts). */
+export function expiryEvent(rec: SessionRecord): EngineEvent {
+  return eventOf('session.expired', rec.expiredAt ?? rec.expiresAt, rec)
 }
 
 function reject(rejection: Rejection): StepResult {

@@ -29,7 +29,7 @@ import { webhookRoutes } from '../api/routes/webhooks.js'
 import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
-import { getSessionRecord, loadLiveSessions, loadNumbers, seedNumbers } from '../sql/sessions.js'
+import { getLiveSessionState, loadLiveSessions, loadNumbers, seedNumbers } from '../sql/sessions.js'
 import { countLiveSessions } from '../sql/session-load.js'
 import { createRecordWriter } from '../sql/records.js'
 import { instanceId } from '../sql/instance.js'
@@ -42,6 +42,7 @@ import type { Config } from './config.js'
 import { orAfter } from './deadline.js'
 import { createBus, type Bus, type BusMessage } from './bus.js'
 import { createHttpApp } from './http/index.js'
+import { createCallCounter } from './call-counter.js'
 import { createSessionRunner } from './session-runner.js'
 import { TenantDirectory } from './tenant-directory.js'
 import { createTelephony } from './telephony.js'
@@ -112,7 +113,10 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const leftovers = await readLeftovers(journalDir, dbId)
     const journal = await openJournal({ dir: journalDir, dbId, onError: onError('journal') })
     let fanOutLate: (envs: EventEnvelope[]) => void = () => {}
-    const records = createRecordWriter(db.pool, { journal, onError: onError('records'), announce: envs => fanOutLate(envs) })
+    let countLate: (envs: EventEnvelope[]) => void = () => {}
+    const records = createRecordWriter(db.pool, {
+      journal, onError: onError('records'), announce: envs => { countLate(envs); fanOutLate(envs) },
+    })
     closers.unshift(() => records.close(cfg.shutdownGraceSeconds * 1000))
     if (leftovers.batches.length > 0) {
       await records.replay(leftovers.batches)
@@ -135,7 +139,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     // listens before the engine holds every live session: no request is answered, readiness
     // included, while routes are missing.
     engine.reserve(await countLiveSessions(db.pool))
-    const liveSessions = await loadLiveSessions(db.pool, cipher, recs => { for (const r of recs) engine.load(r) })
+    const liveSessions = await loadLiveSessions(db.pool, cipher, (recs, extras) => { for (let i = 0; i < recs.length; i++) engine.load(recs[i]!, extras[i]) })
     log.info({
       liveSessions,
       ms: { database: Math.round(rebuildAt - t0), tenantsAndNumbers: Math.round(sessionsAt - rebuildAt), sessions: Math.round(performance.now() - sessionsAt) },
@@ -207,13 +211,15 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     }
 
     fanOutLate = fanOut
+    const callCounter = createCallCounter(engine)
+    countLate = envs => callCounter.committed(envs)
     const runner = createSessionRunner({
       // A session's events keep their order behind the call records queued before them (#6); while
       // Postgres is away that wait is bounded, and the command answers 503 (issue 18).
       flushRecords: async () => {
         if (await orAfter(records.flush(), RECORDS_WAIT_MS, 'late') === 'late') throw new StoreError('unavailable', 'records-backlog')
       },
-      db: db.pool, engine, mailboxes, tenants, cipher, hashParty, now,
+      db: db.pool, engine, mailboxes, tenants, cipher, hashParty, now, otherNodes: bus.kind === 'redis',
       announce: (id, version, envelopes) => fanOut(envelopes, [{ kind: 'session', id, version }]),
     })
     services.sessions = runner
@@ -229,7 +235,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     )
     services.cpaasHealth = () => provider.health()
     const telephony = createTelephony({
-      engine, tenants, hashParty, records, provider, sandbox: cfg.provider === 'sandbox', log, now,
+      engine, tenants, hashParty, records, callCounter, provider, sandbox: cfg.provider === 'sandbox', log, now,
       publicBaseUrl: cfg.publicBaseUrl,
     })
     const verifier = createSignatureVerifier({
@@ -240,14 +246,17 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
 
     // Other nodes: reload what they committed from Postgres (the bus never carries numbers).
     bus.onMessage(msg => {
-      if (msg.kind === 'event') stream?.publishEvent(msg.envelope)
+      if (msg.kind === 'event') {
+        callCounter.remote(msg.envelope)
+        stream?.publishEvent(msg.envelope)
+      }
       else if (msg.kind === 'tenant') tenants.changed({ id: msg.id }) // its state and its API keys
       else {
         void (async () => {
-          const rec = await getSessionRecord(db.pool, msg.id, cipher)
-          if (!rec) return
-          if (!tenants.peek(rec.tenantId)) await tenants.refresh(rec.tenantId) // a tenant created on another node
-          engine.load(rec)
+          const state = await getLiveSessionState(db.pool, msg.id, cipher)
+          if (!state) return
+          if (!tenants.peek(state.rec.tenantId)) await tenants.refresh(state.rec.tenantId) // a tenant created on another node
+          engine.load(state.rec, state.extras)
         })().catch(() => log.warn({ code: 'bus-reload' }, 'recoverable error'))
       }
     })

@@ -3,13 +3,14 @@
 // the engine's memory, announced to the other nodes and fanned out to the WebSocket stream.
 // Commands on one session run one at a time through the engine's mailboxes.
 import type { DatabasePool } from 'slonik'
-import type { Engine, Mailboxes, EngineEvent, Plan } from '../engine/index.js'
+import { expiryEvent, type Engine, type Mailboxes, type EngineEvent, type Plan } from '../engine/index.js'
 import type { E164, SessionId, SessionRecord, TenantId } from '../engine/types.js'
 import { buildEnvelope, type EventEnvelope } from '../api/event-envelope.js'
 import { uuidv7 } from '../api/ids.js'
 import { ApiProblem } from '../api/route.js'
 import type { CreateSessionBody, PatchSessionBody, SessionView } from '../api/schemas/session.js'
 import { METADATA_MAX_BYTES } from '../api/schemas/session.js'
+import { jsonbText } from '../sql/jsonb-text.js'
 import * as store from '../sql/sessions.js'
 import type { TenantDirectory } from './tenant-directory.js'
 
@@ -30,6 +31,8 @@ export interface RunnerDeps {
    * events by id, can never send the later session event before it (issue #6: order per session).
    */
   flushRecords?: () => Promise<void>
+  /** Other nodes share the database (REDIS_URL): memory may miss a session created elsewhere. */
+  otherNodes: boolean
 }
 
 export interface CreateResult { status: number; body: unknown; replayed: boolean }
@@ -118,6 +121,7 @@ export function createSessionRunner(d: RunnerDeps) {
       })
       if (res === 'ok') {
         commitOrLoad(plan)
+        if (body.metadata !== undefined) d.engine.live(id)?.setMetadata(jsonbText(metadata))
         d.announce(id, plan.next.version, envelopes)
         return { status: 201, body: view, replayed: false }
       }
@@ -159,8 +163,13 @@ export function createSessionRunner(d: RunnerDeps) {
         const now = d.now()
         const plan: Plan = d.engine.plan(prev, msg, now)
         if (!plan.ok) throw new ApiProblem(plan.rejection)
+        const patch = extra.metadataPatch
         const changed = plan.next.version !== prev.version
-        if (!changed && !extra.metadataPatch) return await view(tenantId, id)
+        if (!changed && !patch) return await view(tenantId, id)
+        // A metadata change is a new version too, so other nodes reload the session (metadata
+        // included) and a PATCH racing another node's is replanned, not lost (issue 13).
+        const next = changed ? plan.next : { ...plan.next, version: prev.version + 1 }
+        const live = d.engine.live(id as SessionId)?.snapshot()
         const envelopes = envelopesOf(plan.events)
         let swap: store.SwapArgs | undefined
         let audit: { action: string; data: object } | undefined
@@ -176,30 +185,51 @@ export function createSessionRunner(d: RunnerDeps) {
         await d.flushRecords?.()
         const res = await store.updateSession(d.db, {
           prev,
-          next: plan.next,
-          ...(extra.metadataPatch ? { metadataPatch: extra.metadataPatch } : {}),
+          next,
+          ...(patch ? { metadataPatch: patch } : {}),
           ...(swap ? { swap } : {}),
           ...(audit ? { audit } : {}),
           events: envelopes,
         })
         if (res === 'stale') {
           // Another node changed the session first: reload its committed state and replan.
-          const fresh = await store.getSessionRecord(d.db, id, d.cipher)
-          if (fresh) d.engine.load(fresh)
+          const fresh = await store.getLiveSessionState(d.db, id, d.cipher)
+          if (fresh) d.engine.load(fresh.rec, fresh.extras)
           if (attempt < 3) continue
           throw new ApiProblem('internal')
         }
         if (res === 'proxy-conflict') throw new ApiProblem('target-conflict')
-        if (changed) {
-          commitOrLoad(plan)
-          d.announce(id, plan.next.version, envelopes)
-        }
+        commitOrLoad({ ...plan, next })
+        // jsonb's `||`, as the UPDATE did: the patch's top-level keys replace.
+        if (patch && live) d.engine.live(id as SessionId)?.setMetadata(jsonbText({ ...JSON.parse(live.metadataJson) as object, ...patch }))
+        d.announce(id, next.version, envelopes)
         return await view(tenantId, id)
       }
     })
   }
 
+  /**
+   * From memory (issue 13). A miss is the answer when memory holds every live session (one node);
+   * with other nodes, a session one of them created moments ago may not have reached this one yet,
+   * so a miss asks Postgres.
+   */
+  async function verify(tenantId: string, userPhone: string) {
+    const live = d.engine.findByParty(tenantId, userPhone)?.snapshot()
+    if (live) return { sessionId: live.record.id, proxyNumber: live.record.proxyNumber, metadata: JSON.parse(live.metadataJson) as Record<string, unknown> }
+    if (!d.otherNodes) return null
+    const tenant = await d.tenants.get(tenantId)
+    if (!tenant) throw new ApiProblem('unauthorized')
+    const found = await store.findLiveByPartyHash(d.db, tenantId, d.hashParty(tenant.salt, userPhone))
+    return found && { sessionId: found.id, proxyNumber: found.proxyNumber, metadata: found.metadata }
+  }
+
+  /** A live session from memory (issue 13), any other from Postgres. */
   async function view(tenantId: string, id: string): Promise<SessionView> {
+    const live = d.engine.live(id as SessionId)?.snapshot()
+    if (live) {
+      if (live.record.tenantId !== tenantId) throw new ApiProblem('not-found')
+      return viewOf(live.record, JSON.parse(live.metadataJson) as Record<string, unknown>, live.callCount, live.lastCallAt)
+    }
     const v = await store.getSession(d.db, tenantId, id)
     if (!v) throw new ApiProblem('not-found')
     return v as SessionView
@@ -208,6 +238,7 @@ export function createSessionRunner(d: RunnerDeps) {
   return {
     create,
     get: view,
+    verify,
     end: (tenantId: string, id: string) => apply(tenantId, id, { type: 'end' }),
     swapTarget: (tenantId: string, id: string, customerPhone: string) =>
       apply(tenantId, id, { type: 'swap-target', customerPhone: customerPhone as E164 }),
@@ -232,7 +263,7 @@ export function createSessionRunner(d: RunnerDeps) {
         let expired: string[]
         try {
           expired = await store.expireSessions(d.db, batch, rec => {
-            const envs = envelopesOf([{ type: 'session.expired', at: rec.expiredAt ?? d.now(), sessionId: rec.id, tenantId: rec.tenantId, proxyNumber: rec.proxyNumber, state: 'EXPIRED' }])
+            const envs = envelopesOf([expiryEvent(rec)])
             byId.set(rec.id, envs)
             return envs
           })

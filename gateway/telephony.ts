@@ -24,6 +24,7 @@ import { parseSmsCallback } from '../api/cpaas/sms-payload.js'
 import { toProviderError, type SmsProvider } from './cpaas/provider.js'
 import { orAfter } from './deadline.js'
 import type { CallCallback, CallInsert, RecordWriter } from '../sql/records.js'
+import type { CallCounter } from './call-counter.js'
 import type { TenantDirectory } from './tenant-directory.js'
 
 export interface TelephonyDeps {
@@ -31,6 +32,8 @@ export interface TelephonyDeps {
   tenants: TenantDirectory
   hashParty: (salt: Buffer, e164: string) => string
   records: RecordWriter
+  /** spec 2.2 callCount/lastCallAt in memory: told of each call this node routes (issue 13). */
+  callCounter: CallCounter
   provider: SmsProvider
   /** The sandbox provider sends nothing and counts a forward as delivered (DECISIONS 1). */
   sandbox: boolean
@@ -85,30 +88,43 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   /** Forwards under way, so a provider retry waits for the same one instead of starting another. */
   const forwarding = new Map<string, Promise<SmsOutcome>>()
 
-  /** The call record as the voice fetch writes it, for a decision the engine made. */
-  function callRow(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, direction: CallDirection, proxy: string, callId: string, callSid: string, at: number): CallInsert {
+  /** Party B's hash by session: an HMAC costs about ten Map lookups, and a session's calls repeat it. */
+  const partyBHashes = new Recent<{ partyB: string; hash: string }>()
+
+  function partyBHash(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, caller: string): string {
+    // party B: the customer. A_TO_B dials them (or, refused, was placed by the agent); B_TO_A is them calling.
+    const partyB = dec.direction === 'B_TO_A' ? caller : dec.kind === 'connect' ? dec.to : d.engine.get(dec.sessionId)?.customerPhone
+    if (partyB === undefined) return ''
+    const hit = partyBHashes.get(dec.sessionId)
+    if (hit !== undefined && hit.partyB === partyB) return hit.hash
     const tenant = d.tenants.peek(dec.tenantId)
-    const s = d.engine.get(dec.sessionId)
-    // party B: the customer. A_TO_B dials them; B_TO_A is them calling.
-    const partyB = s?.customerPhone
+    if (!tenant) return ''
+    const hash = d.hashParty(tenant.salt, partyB)
+    partyBHashes.set(dec.sessionId, { partyB, hash })
+    return hash
+  }
+
+  /** The call record as the voice fetch writes it, for a decision the engine made on `caller`'s call. */
+  function callRow(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, caller: string, direction: CallDirection, proxy: string, callId: string, callSid: string, at: number): CallInsert {
     return {
       id: callId, sessionId: dec.sessionId, tenantId: dec.tenantId, providerCallId: callSid, status: 'RINGING', direction,
-      initiatedAt: at, partyBHash: tenant && partyB ? d.hashParty(tenant.salt, partyB) : '', proxy,
+      initiatedAt: at, partyBHash: partyBHash(dec, caller), proxy,
       recordingConsentPlayed: dec.kind === 'connect' && dec.recording,
     }
   }
 
-  function recordCallStart(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, proxy: string, callId: string, callSid: string, now: number) {
-    const row = callRow(dec, dec.direction, proxy, callId, callSid, now)
+  function recordCallStart(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, caller: string, proxy: string, callId: string, callSid: string, now: number) {
+    const row = callRow(dec, caller, dec.direction, proxy, callId, callSid, now)
     const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, durationSeconds: 0 }
+    const settled = () => d.callCounter.settled(callId)
     if (dec.kind === 'connect') {
-      void d.records.upsertCall(row, [event('call.incoming', now, { ...base, status: 'RINGING' })])
+      d.records.upsertCall(row, [event('call.incoming', now, { ...base, status: 'RINGING' })]).then(settled, settled)
       return
     }
     // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED.
-    void d.records.upsertCall({ ...row, status: 'FAILED', endedAt: now }, [
+    d.records.upsertCall({ ...row, status: 'FAILED', endedAt: now }, [
       event('call.incoming', now, { ...base, status: 'RINGING' }), event('call.failed', now, { ...base, status: 'FAILED' }),
-    ])
+    ]).then(settled, settled)
   }
 
   function voice(req: ApiRequest): ApiReply {
@@ -122,7 +138,8 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
       if (callId === undefined) {
         const id = callId = uuidv7(now)
         calls.set(callSid, id)
-        setImmediate(() => recordCallStart(dec, to, id, callSid, now))
+        d.callCounter.routed(dec.sessionId, id, now)
+        setImmediate(() => recordCallStart(dec, from, to, id, callSid, now))
       }
       if (dec.kind === 'connect') return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl, callId }), contentType: XML }
     }
@@ -146,7 +163,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     const reversed: CallDirection = dec.direction === 'A_TO_B' ? 'B_TO_A' : 'A_TO_B'
     const direction = leg === 'parent' ? dec.direction : reversed
     const at = UUID_RE.test(callId) ? Math.min(now, uuidTime(callId)) : now
-    const row = callRow(dec, direction, proxy, callId, callSid, at)
+    const row = callRow(dec, party, direction, proxy, callId, callSid, at)
     return { ...row, recordingConsentPlayed: false }
   }
 

@@ -4,6 +4,7 @@
 import pg from 'pg'
 import { sql, type DatabasePool } from 'slonik'
 import type { E164, SessionId, SessionRecord, TenantId, TenantRouting } from '../engine/types.js'
+import type { SessionExtras } from '../engine/index.js'
 import { isUuid } from './cursor.js'
 import { guard, StoreError, toStoreError } from './errors.js'
 import type { Db } from './transaction.js'
@@ -56,14 +57,26 @@ export async function getSessionRecord(db: Db, id: string, cipher: SessionCipher
   })
 }
 
-/** What a live session's API view holds besides its record (issue 13: reads answered from memory). */
-export interface LiveExtra {
-  /** metadata::text, the jsonb's own text (its key order), not parsed. */
-  metadataJson: string
-  callCount: number
-  /** Epoch ms; null before the session's first call. */
-  lastCallAt: number | null
+/** A session's record with what its API view adds (metadata as jsonb text, call counters). */
+export interface SessionState {
+  rec: SessionRecord
+  extras: LiveExtra
 }
+
+/** getSessionRecord plus the view's extras: what a node loads to answer reads from memory. */
+export async function getLiveSessionState(db: Db, id: string, cipher: SessionCipher): Promise<SessionState | null> {
+  if (!isUuid(id)) return null
+  return guard(async () => {
+    const row = (await db.maybeOne(sql.unsafe`
+      SELECT ${RECORD_COLUMNS}, metadata::text AS metadata_json, call_count, last_call_at FROM sessions WHERE id = ${id}`,
+    )) as (RecordRow & { metadata_json: string; call_count: number; last_call_at: number | null }) | null
+    return row && { rec: toRecord(row, cipher), extras: { metadataJson: row.metadata_json, callCount: row.call_count, lastCallAt: row.last_call_at } }
+  })
+}
+
+/** What a live session's API view holds besides its record (issue 13: reads answered from
+ * memory): metadata::text (the jsonb's own text, its key order, not parsed), the call counters. */
+export type LiveExtra = SessionExtras
 
 // Boot reads every live session with ONE statement, COPY … TO STDOUT (FORMAT binary), on a
 // connection of its own beside the pool (slonik has no COPY; pg hands each CopyData message to

@@ -17,7 +17,7 @@ import { PREPARE } from './prepared.js'
 import { iso, isoOrNull, rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
 
 export { bulkInsertSessions, type BulkSessionRow } from './bulk-sessions.js'
-export { getSessionRecord, loadLiveSessions, loadTenantsRouting, type SessionCipher } from './session-load.js'
+export { getLiveSessionState, getSessionRecord, loadLiveSessions, loadTenantsRouting, type SessionCipher } from './session-load.js'
 export { DEFAULT_NUMBER_POOL, loadNumbers, parseNumberPool, seedNumbers, type NumberRow, type PoolNumber } from './number-pool.js'
 
 const LIVE = sql.fragment`('PENDING','ACTIVE','GRACE_PERIOD')`

@@ -1,5 +1,5 @@
-// Spec 4.2: sessions. Commands go through the session runner (engine + one transaction);
-// reads come from Postgres.
+// Spec 4.2: sessions. Commands go through the session runner (engine + one transaction); a live
+// session is read from memory (issue 13), lists and ended sessions from Postgres.
 import { createHash } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { route, ApiProblem, type RouteDef } from '../route.js'
@@ -11,7 +11,7 @@ import {
 import { CallView, CallWithConsentView, RecordListQuery, SmsView } from '../schemas/records.js'
 import * as sessions from '../../sql/sessions.js'
 import * as records from '../../sql/records.js'
-import { sessionsOf, tenantsOf } from '../services.js'
+import { sessionsOf } from '../services.js'
 
 const IDEMPOTENCY_KEY_MAX = 255
 
@@ -52,11 +52,8 @@ export const sessionRoutes: RouteDef[] = [
     query: VerifyQuery, response: { 200: VerifyResult },
     problems: ['validation', 'unauthorized', 'forbidden', 'rate-limit'],
     async handler(req) {
-      const tenant = await tenantsOf(req.services).get(tenantId(req))
-      if (!tenant) throw new ApiProblem('unauthorized')
-      const hash = req.services.hashParty(tenant.salt, (req.query as { userPhone: string }).userPhone)
-      const found = await sessions.findLiveByPartyHash(req.services.db, tenant.id, hash)
-      return { status: 200, body: found ? { verified: true, sessionId: found.id, proxyNumber: found.proxyNumber, metadata: found.metadata } : { verified: false } }
+      const found = await sessionsOf(req.services).verify(tenantId(req), (req.query as { userPhone: string }).userPhone)
+      return { status: 200, body: found ? { verified: true, ...found } : { verified: false } }
     },
   }),
   route({
@@ -153,7 +150,7 @@ function pageReply<T>(page: 'bad-cursor' | { data: T[]; after: string | null }) 
   return { status: 200, body: { data: page.data, pagination: { count: page.data.length, after: page.after } } }
 }
 
+/** 404 unless the tenant has this session (live ones are known from memory). */
 async function requireSession(services: Parameters<typeof sessionsOf>[0], tenant: string, id: string) {
-  const found = await sessions.getSession(services.db, tenant, id)
-  if (!found) throw new ApiProblem('not-found')
+  await sessionsOf(services).get(tenant, id)
 }

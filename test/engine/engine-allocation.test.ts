@@ -58,7 +58,7 @@ t.test('exclude skips numbers (another node took them first)', async t => {
   const h = harness()
   const p = ok(h.engine.planCreate(input(), h.clock.now, new Set([us(0), us(1)])))
   t.equal(p.next.proxyNumber, us(2))
-  h.engine.commit(p)
+  h.commit(p)
   const q = ok(h.engine.planCreate(input({ agentPhone: us(51), customerPhone: us(61) }), h.clock.now, new Set([us(2)])))
   t.equal(q.next.proxyNumber, us(0), 'excluding the held number falls back to a free one')
 })

@@ -34,7 +34,7 @@ t.test('a create plan is an ACTIVE version-1 session with both events, and chang
 t.test('commit puts the session in memory and emits created then activated', async t => {
   const h = harness()
   const plan = ok(h.engine.planCreate(input(), h.clock.now))
-  h.engine.commit(plan)
+  h.commit(plan)
   t.same(h.events, plan.events)
   t.same(h.engine.get(plan.next.id), plan.next)
   t.equal(h.engine.size(), 1)

@@ -8,7 +8,7 @@
 // - pool-exhausted only when no number fits; events never carry a party's number.
 import t from 'tap'
 import fc from 'fast-check'
-import { Engine, TIER_LIMITS, type E164, type EngineEvent, type SessionId, type SessionRecord } from '../../engine/index.js'
+import { Engine, TIER_LIMITS, expiryEvent, type E164, type EngineEvent, type SessionId, type SessionRecord } from '../../engine/index.js'
 import { MINUTE, T0, TENANT_A, TENANT_B, gb, input, us } from './helpers.js'
 
 const COOLDOWN = 5 * MINUTE
@@ -52,8 +52,8 @@ function run(cmds: Cmd[]): void {
   const engine = new Engine({ cooldownMs: COOLDOWN, limits })
   for (const tn of TENANTS) engine.upsertTenant(tn)
   engine.addNumbers(POOL)
+  // What production announces: committed plans' events and expiryEvent of expired records.
   const events: EngineEvent[] = []
-  engine.emitter.on('event', e => { events.push(e) })
   let now = T0
   const ids: SessionId[] = []
   const swappedAway: Array<{ proxy: E164; customer: E164; id: SessionId }> = []
@@ -79,7 +79,7 @@ function run(cmds: Cmd[]): void {
       const plan = engine.planCreate(inp, now)
       note(plan.ok ? 'created' : plan.rejection)
       if (plan.ok) {
-        engine.commit(plan)
+        if (engine.commit(plan)) events.push(...plan.events)
         ids.push(inp.id)
       } else if (plan.rejection === 'tier-session-limit') {
         if (engine.liveCount(tenantId) < LIMIT) fail('quota refused below the limit')
@@ -96,7 +96,7 @@ function run(cmds: Cmd[]): void {
       const plan = engine.plan(rec, msg, now)
       note(plan.ok ? (plan.changed ? `${msg.type} applied` : `${msg.type} unchanged`) : `${msg.type} ${plan.rejection}`)
       if (plan.ok) {
-        engine.commit(plan)
+        if (engine.commit(plan)) events.push(...plan.events)
         if (msg.type === 'swap-target' && plan.changed) {
           // Swapping back to an earlier customer wires them again.
           const back = swappedAway.findIndex(w => w.id === rec.id && w.customer === msg.customerPhone)
@@ -113,6 +113,7 @@ function run(cmds: Cmd[]): void {
       now += cmd.ms
       for (const r of engine.tick(now)) {
         note('expired')
+        events.push(expiryEvent(r))
         if (r.state !== 'EXPIRED' || r.expiredAt !== now) fail('tick returned a non-expired record')
       }
     }

@@ -30,7 +30,7 @@ t.test('commit unwires the old customer, wires the new one, and emits the event 
   const plan = ok(h.engine.plan(h.engine.get(s.id)!, { type: 'swap-target', customerPhone: us(70) }, h.clock.now))
   t.same(h.events, [], 'no event at plan time')
   t.match(h.engine.route(s.proxyNumber, CUSTOMER, h.clock.now), { kind: 'connect' }, 'nothing moves before commit')
-  h.engine.commit(plan)
+  h.commit(plan)
   t.same(h.events, [{ type: 'session.target_swapped', at: h.clock.now, sessionId: s.id, tenantId: s.tenantId, proxyNumber: s.proxyNumber, state: 'ACTIVE' }])
   t.match(h.engine.route(s.proxyNumber, CUSTOMER, h.clock.now), { kind: 'no-session' })
   t.match(h.engine.get(s.id), { customerPhone: us(70), version: 2, expiresAt: s.expiresAt, directionMode: s.directionMode })
@@ -46,7 +46,7 @@ t.test('swapping to the current target is ok and unchanged: no version, no event
   const plan = ok(h.engine.plan(h.engine.get(s.id)!, { type: 'swap-target', customerPhone: CUSTOMER }, h.clock.now))
   t.equal(plan.changed, false)
   t.equal(plan.next.version, 1)
-  h.engine.commit(plan)
+  h.commit(plan)
   t.same(h.events, [])
 })
 

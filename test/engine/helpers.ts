@@ -1,7 +1,7 @@
 // Shared fixtures of the engine tests: a simulated clock (STYLE 7), fictional numbers from the
 // ranges reserved for drama (DECISIONS 2), and create/end/swap helpers over the public API.
 import {
-  Engine, TIER_LIMITS,
+  Engine, TIER_LIMITS, expiryEvent,
   type CreateInput, type E164, type EngineEvent, type OkPlan, type Plan, type SessionId, type SessionMsg,
   type SessionRecord, type TenantId, type TenantRouting,
 } from '../../engine/index.js'
@@ -72,6 +72,8 @@ export interface Harness {
   clock: FakeClock
   events: EngineEvent[]
   create(over?: Partial<CreateInput>, exclude?: ReadonlySet<string>): SessionRecord
+  /** engine.commit, collecting the plan's events when it applied (as production announces them). */
+  commit(plan: OkPlan): boolean
   /** plan + commit of one message on a live session; returns the plan. */
   send(id: SessionId, m: SessionMsg): Plan
   tick(): SessionRecord[]
@@ -96,26 +98,37 @@ export function harness(opts: HarnessOptions = {}): Harness {
     { number: gb(0), region: 'GB', provider: 'telnyx' },
     { number: gb(1), region: 'GB', provider: 'telnyx' },
   ])
+  // What production announces: a committed plan's events, and expiryEvent of each expired record
+  // (gateway/session-runner.ts).
   const events: EngineEvent[] = []
-  engine.emitter.on('event', e => { events.push(e) })
+  const commit = (plan: OkPlan): boolean => {
+    const applied = engine.commit(plan)
+    if (applied) events.push(...plan.events)
+    return applied
+  }
   return {
     engine,
     clock,
     events,
+    commit,
     create(over = {}, exclude) {
       const plan = engine.planCreate(input(over), clock.now, exclude)
       if (!plan.ok) throw new Error(`create refused: ${plan.rejection}`)
-      engine.commit(plan)
+      commit(plan)
       return plan.next
     },
     send(id, m) {
       const rec = engine.get(id)
       if (rec === undefined) throw new Error(`session ${id} not live`)
       const plan = engine.plan(rec, m, clock.now)
-      if (plan.ok) engine.commit(plan)
+      if (plan.ok) commit(plan)
       return plan
     },
-    tick: () => engine.tick(clock.now),
+    tick: () => {
+      const expired = engine.tick(clock.now)
+      for (const r of expired) events.push(expiryEvent(r))
+      return expired
+    },
   }
 }
 

@@ -1,0 +1,57 @@
+// spec 2.2 callCount / lastCallAt of live sessions, exact in memory while the call records are still
+// being written behind (issue 13: GET /v1/sessions/:id answers from memory).
+//
+// Postgres counts a call when its record is inserted (sql/record-apply.ts insertCalls: a replayed
+// CallSid inserts nothing). This node counts a call it routes at once (noteCall), and takes it back
+// if the record turns out not to be inserted. The record writer announces the call.incoming event
+// of every record it inserted, synchronously before it settles the operations (sql/record-writer.ts
+// applyWithRetry), so by the time a routed call's operation settles we know which it was:
+//   routed here, announced       → inserted: the count stands
+//   routed here, not announced   → a replay or a refusal: unnoteCall
+//   announced, not routed here   → a record rebuilt from a later callback: count it now
+// Calls recorded by other nodes arrive as their call.incoming events over the bus and are counted
+// then (so another node's figure trails by the bus delay, see docs/scaling.md).
+import type { Engine } from '../engine/index.js'
+import type { SessionId } from '../engine/types.js'
+import type { EventEnvelope } from '../api/event-envelope.js'
+
+interface Pending { sessionId: SessionId; at: number; prevLastCallAt: number | null }
+
+export interface CallCounter {
+  /** A call the voice fetch just routed and queued a record for. */
+  routed(sessionId: string, callId: string, at: number): void
+  /** That call's record operation settled (call after the writer resolved it). */
+  settled(callId: string): void
+  /** Events the local record writer committed. */
+  committed(events: readonly EventEnvelope[]): void
+  /** An event another node committed. */
+  remote(event: EventEnvelope): void
+}
+
+export function createCallCounter(engine: Engine): CallCounter {
+  const pending = new Map<string, Pending>()
+
+  function count(e: EventEnvelope) {
+    if (e.type === 'call.incoming') engine.live(e.data.sessionId as SessionId)?.noteCall(Date.parse(e.createdAt))
+  }
+
+  return {
+    routed(sessionId, callId, at) {
+      const prev = engine.live(sessionId as SessionId)?.noteCall(at)
+      if (prev !== undefined) pending.set(callId, { sessionId: sessionId as SessionId, at, prevLastCallAt: prev })
+    },
+    settled(callId) {
+      const p = pending.get(callId)
+      if (p === undefined) return
+      pending.delete(callId)
+      engine.live(p.sessionId)?.unnoteCall(p.at, p.prevLastCallAt)
+    },
+    committed(events) {
+      for (const e of events) {
+        if (e.type !== 'call.incoming') continue
+        if (!pending.delete(e.data.callId ?? '')) count(e)
+      }
+    },
+    remote: count,
+  }
+}
