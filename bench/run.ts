@@ -10,14 +10,14 @@
 // Servers run as child processes on core 1, wrk (or autocannon) on core 0, when taskset and two
 // cores exist. Output: `# …` progress, `bench: <name> <value> <unit>` per figure,
 // bench/results/<stamp>.jsonl, bench/results/latest.md (with the latency chart) and the
-// "## Bench suite" section of bench/RESULTS.md (a --smoke run writes bench/results/smoke.md only). Exit 0 unless a step that could run failed.
+// "## Bench suite" section of bench/RESULTS.md (a full run only: --smoke writes bench/results/smoke.md, a partial run partial.md). Exit 0 unless a step that could run failed.
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { generateTelnyxKeyPair } from '../test/support/callback-driver.js'
-import { parseArgs, UsageError, type Options, type StepId } from './lib/args.js'
+import { BASELINE_IDS, parseArgs, SCENARIO_IDS, UsageError, type Options, type StepId } from './lib/args.js'
 import { createBenchDatabase, type BenchDatabase } from './lib/database.js'
 import { describeMachine, detectPinning, findLoadGenerator, gitRevision, pinLocalPostgres } from './lib/machine.js'
 import { loadPopulation, planPopulation, type Loaded } from './lib/population.js'
@@ -258,13 +258,16 @@ async function serviceScenarios(db: BenchDatabase): Promise<void> {
 info.durationS = (Date.now() - started) / 1000
 info.loadAverage += `, ${loadavg()[0]!.toFixed(1)} at the end`
 const jsonlName = `${stamp}.jsonl`
-// A smoke run proves the suite runs; its 1-second figures must not replace a real run's report.
-const report = opts.smoke ? 'smoke' : 'latest'
+// A smoke run proves the suite runs; a partial one (--only, or fewer sessions than the default)
+// checks a few figures quickly. Neither may replace the full run's report: only a full run writes
+// latest.md and the "## Bench suite" section of bench/RESULTS.md.
+const full = !opts.smoke && opts.steps.size === SCENARIO_IDS.length + BASELINE_IDS.length && opts.sessions >= 1_000_000
+const report = opts.smoke ? 'smoke' : full ? 'latest' : 'partial'
 writeLatest(join(resultsDir, `${report}.md`), info, results, jsonlName)
 writeFileSync(join(resultsDir, `${report}.svg`), latencyChart(results.latencies))
-if (!opts.smoke) updateResultsSection(join(ROOT, 'bench', 'RESULTS.md'), info, results)
+if (full) updateResultsSection(join(ROOT, 'bench', 'RESULTS.md'), info, results)
 rmSync(work, { recursive: true, force: true })
-progress(`wrote bench/results/${jsonlName}, bench/results/${report}.md${opts.smoke ? ' (smoke runs leave latest.md and bench/RESULTS.md alone)' : ', bench/RESULTS.md (## Bench suite)'} in ${Math.round(info.durationS)} s`)
+progress(`wrote bench/results/${jsonlName}, bench/results/${report}.md${full ? ', bench/RESULTS.md (## Bench suite)' : ' (only a full run writes latest.md and bench/RESULTS.md)'} in ${Math.round(info.durationS)} s`)
 const met = results.targets.filter(t => t.met === true).length
 const notMet = results.targets.filter(t => t.met === false).length
 progress(`targets: ${met} met, ${notMet} not met, ${results.targets.length - met - notMet} not measured; ${results.skips.length} skipped step(s), ${failures} failure(s)`)

@@ -1,6 +1,8 @@
 // Scenario 3's far side: the fake Telnyx API the service forwards SMS to (test/support/fake-telnyx.ts),
 // and a probe that measures the forwarding delay — from posting a signed `message.received`
-// callback to the forwarded `messages.send` arriving here. Sender and receiver share this process
+// callback to the forwarded `messages.send` arriving here. It behaves as the provider does: a 503
+// (the service could not hand the forward over within its budget, issue #12) is retried after its
+// Retry-After, and the delay of a message counts from the attempt that was accepted. Sender and receiver share this process
 // and its clock. It also counts every forward, the forwarding throughput under wrk's load.
 //
 // Started before the service (its URL goes into TELNYX_BASE_URL); prints `listening <port>`.
@@ -47,6 +49,7 @@ async function probe(g: Go): Promise<void> {
   counting = true
   const answers: number[] = []
   let bad = 0
+  let refused = 0
   const t0 = performance.now()
   const interval = 1000 / g.rate
   const inflight: Promise<void>[] = []
@@ -55,26 +58,35 @@ async function probe(g: Go): Promise<void> {
     const wait = due - performance.now()
     if (wait > 0) await new Promise(r => setTimeout(r, wait))
     const [from, to] = g.pairs[seq % g.pairs.length]!
-    const at = performance.now()
-    sent.set(seq, at)
-    inflight.push(driver.smsReceived({ from, to, text: `probe ${seq}`, messageId: `probe-${Date.now()}-${seq}` }).then(async res => {
+    const messageId = `probe-${Date.now()}-${seq}`
+    const attempt = async (): Promise<void> => {
+      const at = performance.now()
+      sent.set(seq, at)
+      const res = await driver.smsReceived({ from, to, text: `probe ${seq}`, messageId })
       const body = await res.text()
       answers.push(performance.now() - at)
+      if (res.status === 503) {
+        refused++
+        await new Promise(r => setTimeout(r, 1000 * Number(res.headers.get('retry-after') ?? 5)))
+        return attempt()
+      }
       if (res.status !== 200 || !body.includes('"ok":true')) bad++
-    }, () => { bad++ }))
+    }
+    inflight.push(attempt().catch(() => { bad++ }))
   }
   const windowS = (performance.now() - t0) / 1000
   const forwardsInWindow = forwards
   await Promise.all(inflight)
-  // Forwards are sent after the answer (and after the SMS record is committed): give the last
-  // ones time to arrive; what has not arrived by then counts as not forwarded.
+  // An accepted message was handed to the provider before its answer; the fake may still be
+  // reading the last requests: give them a moment. What has not arrived by then counts as not
+  // forwarded.
   const settle = performance.now()
   while (delays.length < sent.size && performance.now() - settle < g.settleSeconds * 1000) await new Promise(r => setTimeout(r, 20))
   counting = false
   delays.sort((a, b) => a - b)
   answers.sort((a, b) => a - b)
   console.log('PROBEJSON ' + JSON.stringify({
-    probes: sent.size, forwarded: delays.length, bad, windowS,
+    probes: sent.size, forwarded: delays.length, bad, refused, windowS,
     forwardsPerS: forwardsInWindow / windowS,
     delayMs: { p50: q(delays, 0.5), p90: q(delays, 0.9), p99: q(delays, 0.99), p999: q(delays, 0.999), max: delays.at(-1) ?? Number.NaN },
     answerMs: { p50: q(answers, 0.5), p99: q(answers, 0.99) },

@@ -26,7 +26,7 @@ export async function startSmsProbe(ctx: Ctx): Promise<SmsProbe> {
 }
 
 interface ProbeResult {
-  probes: number; forwarded: number; bad: number; windowS: number; forwardsPerS: number
+  probes: number; forwarded: number; bad: number; refused: number; windowS: number; forwardsPerS: number
   /** null when nothing was forwarded (JSON has no NaN). */
   delayMs: { p50: number | null; p90: number | null; p99: number | null; p999: number | null; max: number | null }
 }
@@ -78,5 +78,8 @@ export async function smsScenario(ctx: Ctx, svc: Service, probe: SmsProbe): Prom
   const p99 = r.get('sms.p99')
   r.target('3. SMS', '{ok:true} answer p99 within 2 s (DECISIONS 5)', p99 === undefined ? null : p99 <= 2_000_000,
     p99 === undefined ? 'not measured' : `p99 ${(p99 / 1000).toFixed(1)} ms`)
-  r.target('3. SMS', 'every probe message forwarded', p.probes > 0 ? p.forwarded === p.probes : null, `${p.forwarded} of ${p.probes}, delay p99 ${p.delayMs.p99 === null ? '–' : `${p.delayMs.p99.toFixed(1)} ms`}`)
+  r.target('3. SMS', 'every probe message forwarded (503s retried after Retry-After, as the provider does)', p.probes > 0 ? p.forwarded === p.probes : null,
+    `${p.forwarded} of ${p.probes}; ${p.refused} answers were 503`)
+  r.target('3. SMS (issue #12)', 'forward delay p99 of accepted messages ≤ 2 s', p.forwarded > 0 && p.delayMs.p99 !== null ? p.delayMs.p99 <= 2_000 : null,
+    `delay p99 ${p.delayMs.p99 === null ? '–' : `${p.delayMs.p99.toFixed(1)} ms`}`)
 }
