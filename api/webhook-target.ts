@@ -4,7 +4,7 @@
 // so the tenant learned nothing until events went missing. The guard that matters still runs on
 // every connection (gateway/webhooks/ssrf.ts pinnedLookup); this one is early feedback.
 import { lookup } from 'node:dns/promises'
-import { checkWebhookUrl, isPublicAddress, type UrlRefusal } from '../gateway/webhooks/ssrf.js'
+import { checkWebhookUrl, isPublicAddress, type UrlRefusal } from './webhooks/ssrf.js'
 import { ApiProblem } from './route.js'
 import type { Services } from './services.js'
 

@@ -7,7 +7,7 @@
 // connections reconnect by themselves, and errors are reported at most once a second per kind.
 // Messages of the outage are lost on the bus (Postgres keeps them).
 import { Redis } from 'ioredis'
-import type { EventEnvelope } from '../api/event-envelope.js'
+import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 
 export type BusMessage =
   | { kind: 'session'; id: string; version: number }

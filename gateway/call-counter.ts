@@ -13,7 +13,7 @@
 // then (so another node's figure trails by the bus delay, see docs/scaling.md).
 import type { Engine } from '../engine/index.js'
 import type { SessionId } from '../engine/types.js'
-import type { EventEnvelope } from '../api/event-envelope.js'
+import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 
 interface Pending { sessionId: SessionId; at: number; prevLastCallAt: number | null }
 

@@ -3,7 +3,7 @@
 // unit price in force for the tenant's tier when it happened. Replays never bill twice: callers
 // give a dedupe key (e.g. `call_minute:<callId>`) to anything that can be reported again.
 import { sql, type CommonQueryMethods, type SerializableValue } from 'slonik'
-import { uuidv7 } from '../api/ids.js'
+import { uuidv7 } from '../api/vocabulary/ids.js'
 import { isUuid } from './cursor.js'
 import { guard } from './errors.js'
 import { iso, isoOrNull, jsonb, transact, ts, type Db } from './transaction.js'

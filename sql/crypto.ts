@@ -179,9 +179,3 @@ export function createPartyHasher(phoneKey: Buffer): PartyHasher {
   const key = deriveKey(phoneKey, 'maskline party hash')
   return (salt, e164) => createHmac('sha256', key).update(salt).update(e164, 'utf8').digest('hex')
 }
-
-/**
- * DECISIONS 3: the apiSecret is stored as HMAC-SHA256 under a key derived from the server key.
- * One implementation only: api/auth/credentials.ts owns it (token exchange verifies with it).
- */
-export { apiSecretMac as secretMac } from '../api/auth/credentials.js'

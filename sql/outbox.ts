@@ -3,7 +3,7 @@
 // dispatcher's job (sql/webhooks.ts). Envelope ids are the primary key: writing one twice is a
 // no-op.
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik'
-import type { EventEnvelope } from '../api/event-envelope.js'
+import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 import { jsonb } from './transaction.js'
 
 const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'

@@ -6,8 +6,8 @@
 //
 // Times in SessionRecord are epoch ms; views (what the API returns) carry ISO 8601 strings.
 import { sql, type CommonQueryMethods, type FragmentSqlToken, type SerializableValue } from 'slonik'
-import type { EventEnvelope } from '../api/event-envelope.js'
-import { uuidv7 } from '../api/ids.js'
+import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import { uuidv7 } from '../api/vocabulary/ids.js'
 import { LIVE_STATES, type SessionRecord, type SessionState } from '../engine/types.js'
 import { finishUsage, numberRentalKey, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
 import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'

@@ -7,7 +7,7 @@
 import { createHash, createHmac, createSecretKey, type KeyObject } from 'node:crypto'
 import { jwtVerify, errors as joseErrors } from 'jose'
 import type { Tier } from '../../engine/types.js'
-import { uuidv7, UUID_RE } from '../ids.js'
+import { uuidv7, UUID_RE } from '../vocabulary/ids.js'
 import { ROLES, type Role } from '../route.js'
 
 export const ISSUER = 'maskline'

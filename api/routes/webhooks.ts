@@ -3,8 +3,8 @@
 import { Type } from '@sinclair/typebox'
 import { route, ApiProblem, type ApiRequest, type RouteDef } from '../route.js'
 import { Envelope, Nullable, PageQuery, StringEnum, Timestamp } from '../schemas/common.js'
-import { buildEnvelope, SUBSCRIBABLE_EVENTS, type EventEnvelope } from '../event-envelope.js'
-import { uuidv7 } from '../ids.js'
+import { buildEnvelope, SUBSCRIBABLE_EVENTS, type EventEnvelope } from '../vocabulary/event-envelope.js'
+import { uuidv7 } from '../vocabulary/ids.js'
 import type { Services } from '../services.js'
 import {
   createSecretCipher, getWebhookConfig, listDeliveries, putWebhookConfig, recentDeliveries,
@@ -13,7 +13,7 @@ import {
 import { sqlStateOf } from '../../sql/errors.js'
 import { insertOutbox } from '../../sql/outbox.js'
 import { checkTenantWebhookUrl } from '../webhook-target.js'
-import { generateSecret } from '../../gateway/webhooks/signing.js'
+import { generateSecret } from '../webhooks/signing.js'
 
 export const RegisterWebhookBody = Type.Object({
   url: Type.String({ minLength: 1, maxLength: 2048 }),

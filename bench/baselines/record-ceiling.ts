@@ -26,7 +26,7 @@ import pg from 'pg'
 import uWS from 'uWebSockets.js'
 import { parseForm } from '../../api/cpaas/form.js'
 import { connectTexml, EMPTY_RESPONSE, TEXML_CONTENT_TYPE } from '../../api/cpaas/texml.js'
-import { uuidv7 } from '../../api/ids.js'
+import { uuidv7 } from '../../api/vocabulary/ids.js'
 import { createPartyHasher } from '../../sql/crypto.js'
 import { agentOf, customerOf, proxyOf, sessionIdOf, tenantIdOf, tenantOfSession, type Population } from '../lib/population.js'
 

@@ -2,7 +2,7 @@
 // is believed only from TRUSTED_PROXY (DECISIONS 1): believing it from any loopback peer let a
 // client behind nothing name a new address per attempt and never be throttled (issue 19).
 import { isIP } from 'node:net'
-import { parseIPv4, parseIPv6 } from '../webhooks/ssrf.js'
+import { parseIPv4, parseIPv6 } from '../../api/webhooks/ssrf.js'
 
 /**
  * One spelling per address, so `127.0.0.1`, `::ffff:127.0.0.1` and uWS's

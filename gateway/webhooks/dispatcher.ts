@@ -4,11 +4,11 @@
 // event is redelivered by whoever claims it next.
 import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
-import { uuidv7 } from '../../api/ids.js'
+import { uuidv7 } from '../../api/vocabulary/ids.js'
 import {
   claimDue, getWebhookConfig, insertDelivery, markDone, markRetry, type OutboxEvent, type SecretCipher,
 } from '../../sql/webhooks.js'
-import { signatureHeaders } from './signing.js'
+import { signatureHeaders } from '../../api/webhooks/signing.js'
 import { createHttpTransport, type WebhookTransport } from './transport.js'
 
 /**

@@ -5,7 +5,7 @@
 // only other way to pin the resolved address.
 import http from 'node:http'
 import https from 'node:https'
-import { checkWebhookUrl, pinnedLookup, type Resolver } from './ssrf.js'
+import { checkWebhookUrl, pinnedLookup, type Resolver } from '../../api/webhooks/ssrf.js'
 
 export interface DeliveryRequest {
   url: string

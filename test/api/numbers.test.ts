@@ -4,7 +4,7 @@ import { sql } from 'slonik'
 import type { PoolEntry } from '../../api/services.js'
 import { problems } from '../../api/problems.js'
 import { hashPassword } from '../../api/auth/passwords.js'
-import { uuidv7 } from '../../api/ids.js'
+import { uuidv7 } from '../../api/vocabulary/ids.js'
 import { startApi, problem } from '../gateway/harness.js'
 
 t.test('GET /v1/numbers/pool: the engine counts, allow-listed', async t => {

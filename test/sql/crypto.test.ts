@@ -2,8 +2,7 @@
 // HKDF so a database copy alone cannot test guesses.
 import t from 'tap'
 import { createHmac, hkdfSync, randomBytes } from 'node:crypto'
-import { createPartyHasher, createPhoneCipher, secretMac } from '../../sql/crypto.js'
-import { apiSecretMac } from '../../api/auth/credentials.js'
+import { createPartyHasher, createPhoneCipher } from '../../sql/crypto.js'
 
 const key = randomBytes(32)
 
@@ -35,7 +34,3 @@ t.test('party hash: HMAC-SHA256 under HKDF(PHONE_KEY) over salt ‖ number, hex'
   t.not(createHmac('sha256', key).update(Buffer.concat([salt, Buffer.from('+14165550123')])).digest('hex'), expected, 'not keyed by PHONE_KEY itself')
 })
 
-t.test('secretMac is the one API-secret MAC of api/auth', async t => {
-  t.same(secretMac(key, 'rs_' + 'a'.repeat(64)), apiSecretMac(key, 'rs_' + 'a'.repeat(64)))
-  t.equal(secretMac(key, 'x').length, 32)
-})

@@ -11,7 +11,7 @@ import {
 import { listBillingEvents, listPeriods, listPricing, recordUsage, usageTotals } from '../../sql/billing.js'
 import { purgeOldRecords } from '../../sql/retention.js'
 import { createRecordWriter, getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms, type CallInsert } from '../../sql/records.js'
-import { uuidv7 } from '../../api/ids.js'
+import { uuidv7 } from '../../api/vocabulary/ids.js'
 import type { SessionRecord } from '../../engine/types.js'
 import {
   addNumbers, addTenant, cipher, count, createArgs, envelope, hashParty, MINUTE, party, proxy, record, T0,

@@ -3,7 +3,7 @@
 // answer late, or to hang (so the sender's timeout fires) for the next N requests.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { verify } from '../../gateway/webhooks/signing.js'
+import { verify } from '../../api/webhooks/signing.js'
 
 export interface ReceivedDelivery {
   id: string

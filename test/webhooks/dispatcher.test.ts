@@ -5,13 +5,13 @@ import { randomBytes } from 'node:crypto'
 import { sql, type CommonQueryMethods } from 'slonik'
 import { testDatabase } from '../support/db.js'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js'
-import { uuidv7 } from '../../api/ids.js'
-import { buildEnvelope, type EventEnvelope, type EventType } from '../../api/event-envelope.js'
+import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { buildEnvelope, type EventEnvelope, type EventType } from '../../api/vocabulary/event-envelope.js'
 import { createLogger } from '../../api/log.js'
 import { insertOutbox } from '../../sql/outbox.js'
 import { claimDue, createSecretCipher, listDeliveries, putWebhookConfig, type DeliveryLogEntry } from '../../sql/webhooks.js'
 import { createDispatcher, RETRY_SCHEDULE_MS, type DispatcherOptions } from '../../gateway/webhooks/dispatcher.js'
-import { generateSecret } from '../../gateway/webhooks/signing.js'
+import { generateSecret } from '../../api/webhooks/signing.js'
 
 class TestClock {
   t: number

@@ -1,6 +1,6 @@
 // Standard Webhooks signing (DECISIONS 6), checked against the reference library's own vector.
 import t from 'tap'
-import { generateSecret, secretKey, sign, signatureHeaders, verify } from '../../gateway/webhooks/signing.js'
+import { generateSecret, secretKey, sign, signatureHeaders, verify } from '../../api/webhooks/signing.js'
 
 // standard-webhooks/standard-webhooks libraries/javascript/src/webhook.test.ts "sign function works"
 const VECTOR = {

@@ -1,6 +1,6 @@
 // SSRF guard (DECISIONS 6): address classification, URL checks, and the pinned lookup.
 import t from 'tap'
-import { checkWebhookUrl, classifyAddress, isPublicAddress, parseIPv4, parseIPv6, pinnedLookup } from '../../gateway/webhooks/ssrf.js'
+import { checkWebhookUrl, classifyAddress, isPublicAddress, parseIPv4, parseIPv6, pinnedLookup } from '../../api/webhooks/ssrf.js'
 
 t.test('IPv4 classification', async t => {
   const cases: Array<[string, string]> = [

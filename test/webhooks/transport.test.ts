@@ -4,7 +4,7 @@ import t, { type Test } from 'tap'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createHttpTransport, errorCode } from '../../gateway/webhooks/transport.js'
-import type { Resolver } from '../../gateway/webhooks/ssrf.js'
+import type { Resolver } from '../../api/webhooks/ssrf.js'
 
 async function server(t: Test, handler: http.RequestListener) {
   const requests: Array<{ url: string; headers: http.IncomingHttpHeaders; body: string }> = []
