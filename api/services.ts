@@ -77,8 +77,3 @@ export function sessionsOf(s: Services): SessionCommands {
   if (!s.sessions) throw new Error('session commands are not wired')
   return s.sessions
 }
-
-export function tenantsOf(s: Services): TenantLookup {
-  if (!s.tenants) throw new Error('tenant lookup is not wired')
-  return s.tenants
-}

@@ -43,10 +43,6 @@ export interface CallStatusChange {
 
 const TERMINAL: ReadonlySet<CallStatus> = new Set<CallStatus>(['COMPLETED', 'MISSED', 'FAILED'])
 
-export function isTerminalCallStatus(s: CallStatus): boolean {
-  return TERMINAL.has(s)
-}
-
 function seconds(d: number | undefined): number {
   return d !== undefined && Number.isFinite(d) && d > 0 ? Math.floor(d) : 0
 }

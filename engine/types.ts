@@ -1,6 +1,6 @@
 // Shared vocabulary of the engine. Spec names are used verbatim (STYLE §2): enums are `as const`
 // objects plus a union type. Times are epoch milliseconds (numbers); the engine never reads a
-// clock itself, it is handed `now` or a `Clock`.
+// clock itself, it is handed `now`.
 
 declare const brand: unique symbol
 export type Brand<T, B extends string> = T & { readonly [brand]: B }
@@ -20,7 +20,6 @@ export const SessionState = {
   FAILED: 'FAILED',
 } as const
 export type SessionState = (typeof SessionState)[keyof typeof SessionState]
-export const SESSION_STATES = Object.values(SessionState)
 /** States that count against the concurrent-session quota (spec 8.2). */
 export const LIVE_STATES: readonly SessionState[] = ['PENDING', 'ACTIVE', 'GRACE_PERIOD']
 
@@ -65,10 +64,6 @@ export type CallStatus = (typeof CallStatus)[keyof typeof CallStatus]
 
 export const SmsStatus = { QUEUED: 'QUEUED', SENT: 'SENT', DELIVERED: 'DELIVERED', FAILED: 'FAILED' } as const
 export type SmsStatus = (typeof SmsStatus)[keyof typeof SmsStatus]
-
-export interface Clock {
-  now(): number
-}
 
 /** What the engine needs to know of a tenant to route (kept in memory, shared by its sessions). */
 export interface TenantRouting {

@@ -36,11 +36,3 @@ export async function getPresence(db: CommonQueryMethods, tenantId: string, user
     SELECT status, platform, ts::float8 AS ts FROM device_presence WHERE tenant_id = ${tenantId} AND user_hash = ${userHash}`)
   return r ? { status: r.status, platform: r.platform, ts: Number(r.ts) } : null
 }
-
-/** Active push tokens of a user (for call notifications). */
-export async function activeDeviceTokens(db: CommonQueryMethods, tenantId: string, userHash: string): Promise<{ token: string; platform: Platform; appBundleId: string | null }[]> {
-  const rows = await db.any(sql.unsafe`
-    SELECT token, platform, app_bundle_id FROM device_tokens WHERE tenant_id = ${tenantId} AND user_hash = ${userHash} AND active
-    ORDER BY updated_at DESC`)
-  return rows.map(r => ({ token: r.token, platform: r.platform, appBundleId: r.app_bundle_id }))
-}

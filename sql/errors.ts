@@ -142,9 +142,3 @@ export async function withRetry<T>(fn: () => Promise<T>, opts: { attempts?: numb
     }
   }
 }
-
-/** The public problem slug (spec 7) for a store failure that reaches an HTTP answer. */
-export function problemSlugOf(err: unknown): 'conflict' | 'not-found' | 'validation' | 'internal' {
-  const s = toStoreError(err).slug
-  return s === 'conflict' || s === 'not-found' || s === 'validation' ? s : 'internal'
-}

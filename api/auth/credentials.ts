@@ -3,9 +3,6 @@
 // PHONE_KEY (256 random bits need no slow hash, and a database copy alone cannot test guesses).
 import { createHash, createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto'
 
-export const API_KEY_RE = /^rk_live_[0-9a-f]{48}$/
-export const API_SECRET_RE = /^rs_[0-9a-f]{64}$/
-
 export function newApiKey(): string {
   return `rk_live_${randomBytes(24).toString('hex')}`
 }

@@ -42,7 +42,6 @@ export interface ConnectTexmlInput {
   timeLimitSeconds?: number
 }
 
-export const XML_HEAD = '<?xml version="1.0" encoding="UTF-8"?>'
 export const EMPTY_RESPONSE = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
 export const TEXML_CONTENT_TYPE = 'application/xml'
 export const DEFAULT_TIME_LIMIT_SECONDS = 3600

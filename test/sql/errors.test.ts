@@ -1,6 +1,6 @@
 // sql/errors.ts is the one SQLSTATE → slug map (STYLE 4): driver messages never reach callers.
 import t from 'tap'
-import { problemSlugOf, StoreError, toStoreError, withRetry } from '../../sql/errors.js'
+import { StoreError, toStoreError, withRetry } from '../../sql/errors.js'
 
 const pgError = (code: string, extra: Record<string, unknown> = {}) =>
   Object.assign(new Error('duplicate key value violates unique constraint "x" Key (party_hash)=(abc…)'), { code, ...extra })
@@ -32,9 +32,6 @@ t.test('SQLSTATEs map to slugs, constraint names refine them', async t => {
   t.equal(toStoreError(pgError('23505', { constraint: 'session_participants_pkey' })).constraint, 'session_participants_pkey')
   const same = new StoreError('conflict', '23505')
   t.equal(toStoreError(same), same)
-  t.equal(problemSlugOf(pgError('23505')), 'conflict')
-  t.equal(problemSlugOf(pgError('40001')), 'internal')
-  t.equal(problemSlugOf(pgError('23503')), 'not-found')
 })
 
 t.test('withRetry retries serialization failures and deadlocks, boundedly', async t => {
