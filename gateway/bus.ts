@@ -5,7 +5,8 @@
 // Without REDIS_URL there is a single node and the in-process bus delivers nothing to anyone.
 // Redis going away never blocks or fails the request path (issue 18): publish() only queues, both
 // connections reconnect by themselves, and errors are reported at most once a second per kind.
-// Messages of the outage are lost on the bus (Postgres keeps them).
+// Messages of the outage are lost on the bus (Postgres keeps them): the bus reports every place
+// where it may have missed some (onGap) and the node reconciles with Postgres (gateway/reconcile.ts).
 import { Redis } from 'ioredis'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 
@@ -25,6 +26,12 @@ export interface Bus {
   settled(): Promise<void>
   /** Messages published by OTHER nodes. */
   onMessage(handler: (msg: BusMessage) => void): void
+  /**
+   * Messages may have been missed (issue 17): the reader reconnected (Redis restarted, perhaps
+   * empty, or a partition), or the stream was trimmed past the last id it read (a paused node).
+   * The handler reconciles from Postgres; reading goes on meanwhile.
+   */
+  onGap(handler: (reason: 'reconnect' | 'trimmed') => void): void
   ping(): Promise<'ok' | 'down'>
   close(): Promise<void>
 }
@@ -35,6 +42,7 @@ export function createInProcessBus(): Bus {
     publish() {},
     async settled() {},
     onMessage() {},
+    onGap() {},
     async ping() { return 'ok' },
     async close() {},
   }
@@ -42,12 +50,28 @@ export function createInProcessBus(): Bus {
 
 const STREAM = 'maskline:bus'
 const MAXLEN = 100_000
+/**
+ * A reader turn (XREAD BLOCK 1000 plus the handlers) longer than this means the process stalled
+ * (SIGSTOP, a blocked event loop) or Redis was slow: the reader checks for a trim gap. Trimming
+ * 100,000 entries past a reader within 2 s takes 50,000 messages a second, more than the stream
+ * carries; a shorter pause that still misses messages is caught by the periodic sweep.
+ */
+const GAP_CHECK_MS = 2_000
+const READ_COUNT = 500
 /** Reconnect attempts at most this far apart, so the bus resumes soon after Redis returns. */
 const RECONNECT_MAX_MS = 1_000
 const REPORT_EVERY_MS = 1_000
 
-export function createRedisBus(opts: { url: string; nodeId: string; onError: (code: string) => void; stream?: string }): Bus {
+/** Stream ids ("ms-seq") in order: negative when a < b. */
+export function compareStreamIds(a: string, b: string): number {
+  const [am = 0, as = 0] = a.split('-').map(Number)
+  const [bm = 0, bs = 0] = b.split('-').map(Number)
+  return am !== bm ? am - bm : as - bs
+}
+
+export function createRedisBus(opts: { url: string; nodeId: string; onError: (code: string) => void; stream?: string; maxLen?: number }): Bus {
   const stream = opts.stream ?? STREAM
+  const maxLen = String(opts.maxLen ?? MAXLEN)
   const retryStrategy = (n: number) => Math.min(n * 100, RECONNECT_MAX_MS)
   // One report per kind per second: an outage must not log a line per publish or reconnect.
   const reported = new Map<string, number>()
@@ -64,6 +88,20 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
   pub.on('error', () => onError('redis-pub'))
   sub.on('error', () => onError('redis-sub'))
   const handlers: Array<(m: BusMessage) => void> = []
+  const gapHandlers: Array<(reason: 'reconnect' | 'trimmed') => void> = []
+  const gap = (reason: 'reconnect' | 'trimmed') => {
+    for (const h of gapHandlers) {
+      try { h(reason) } catch { onError('bus-gap-handler') }
+    }
+  }
+  // The first 'ready' is the boot's (the reconciler starts from the boot load on its own); every
+  // later one follows a lost connection, whose messages may be gone.
+  let readyOnce = false
+  let reconnected = false
+  sub.on('ready', () => {
+    if (readyOnce) reconnected = true
+    readyOnce = true
+  })
   let closed = false
   let pending: string[] = []
   let scheduled = false
@@ -75,15 +113,48 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
     const batch = pending
     pending = []
     const p = pub.pipeline()
-    for (const body of batch) p.xadd(stream, 'MAXLEN', '~', String(MAXLEN), '*', 'n', opts.nodeId, 'm', body)
+    for (const body of batch) p.xadd(stream, 'MAXLEN', '~', maxLen, '*', 'n', opts.nodeId, 'm', body)
     lastFlush = p.exec().catch(() => onError('redis-publish'))
+  }
+
+  /**
+   * Where to read from after a reconnect or a long silence. A stream whose newest id is older than
+   * the last one read is another stream (Redis restarted empty, written to since): read it all.
+   * One whose oldest id is newer than the last one read lost entries we never saw (trimmed).
+   */
+  async function resumeFrom(last: string, afterReconnect: boolean): Promise<string> {
+    if (last === '$') return last
+    const newest = await sub.xrevrange(stream, '+', '-', 'COUNT', 1)
+    const top = newest[0]?.[0]
+    if (top === undefined || compareStreamIds(top, last) < 0) {
+      if (!afterReconnect) gap('trimmed')
+      return '0-0'
+    }
+    const oldest = (await sub.xrange(stream, '-', '+', 'COUNT', 1))[0]?.[0]
+    if (!afterReconnect && oldest !== undefined && compareStreamIds(oldest, last) > 0) gap('trimmed')
+    return last
   }
 
   async function readLoop() {
     let last = '$'
+    let lastTurn = performance.now()
     while (!closed) {
       try {
-        const res = await sub.xread('COUNT', 500, 'BLOCK', 1000, 'STREAMS', stream, last) as Array<[string, Array<[string, string[]]>]> | null
+        // A turn takes at most BLOCK (1 s) plus the handlers: a much longer one means the process
+        // was paused (SIGSTOP, a stalled event loop) and the stream may have been trimmed past `last`.
+        const t = performance.now()
+        const stalled = t - lastTurn > GAP_CHECK_MS
+        lastTurn = t
+        if (reconnected) {
+          reconnected = false
+          gap('reconnect') // before reading on: what arrives from now on is read, the rest is reloaded
+          last = await resumeFrom(last, true)
+        } else if (stalled) {
+          last = await resumeFrom(last, false)
+        }
+        const res = await sub.xread('COUNT', READ_COUNT, 'BLOCK', 1000, 'STREAMS', stream, last) as Array<[string, Array<[string, string[]]>]> | null
+        // Paused while blocked, or a full batch (this reader is behind the writers): check next turn.
+        if (performance.now() - t > GAP_CHECK_MS || (res?.[0]?.[1].length ?? 0) >= READ_COUNT) lastTurn = -Infinity
         if (!res) continue
         for (const [, entries] of res) {
           for (const [id, fields] of entries) {
@@ -117,6 +188,7 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
       await lastFlush
     },
     onMessage(h) { handlers.push(h) },
+    onGap(h) { gapHandlers.push(h) },
     async ping() {
       if (pub.status !== 'ready') return 'down' // never wait for a reconnect
       try { return (await pub.ping()) === 'PONG' ? 'ok' : 'down' } catch { return 'down' }
@@ -131,6 +203,8 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
   }
 }
 
-export function createBus(opts: { redisUrl: string | undefined; nodeId: string; onError: (code: string) => void }): Bus {
-  return opts.redisUrl ? createRedisBus({ url: opts.redisUrl, nodeId: opts.nodeId, onError: opts.onError }) : createInProcessBus()
+export function createBus(opts: { redisUrl: string | undefined; nodeId: string; onError: (code: string) => void; maxLen?: number }): Bus {
+  return opts.redisUrl
+    ? createRedisBus({ url: opts.redisUrl, nodeId: opts.nodeId, onError: opts.onError, ...(opts.maxLen ? { maxLen: opts.maxLen } : {}) })
+    : createInProcessBus()
 }

@@ -29,7 +29,7 @@ import { webhookRoutes } from '../api/routes/webhooks.js'
 import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
-import { getLiveSessionState, loadLiveSessions, loadNumbers, seedNumbers } from '../sql/sessions.js'
+import { loadLiveSessions, loadNumbers, seedNumbers } from '../sql/sessions.js'
 import { countLiveSessions } from '../sql/session-load.js'
 import { createRecordWriter } from '../sql/records.js'
 import { instanceId } from '../sql/instance.js'
@@ -44,6 +44,8 @@ import { createBus, type Bus, type BusMessage } from './bus.js'
 import { createHttpApp } from './http/index.js'
 import { createCallCounter } from './call-counter.js'
 import { createSessionRunner } from './session-runner.js'
+import { clusterTuning, createReconciler } from './reconcile.js'
+import { sessionChangeWatermark } from '../sql/session-changes.js'
 import { TenantDirectory } from './tenant-directory.js'
 import { createTelephony } from './telephony.js'
 import { createSignatureVerifier } from './cpaas/signature.js'
@@ -124,6 +126,8 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       log.info({ batches: leftovers.batches.length }, 'journal replayed')
     }
 
+    // Issue 17: the reconciliation sweep starts from what the boot load below will see.
+    const changesFrom = await sessionChangeWatermark(db.pool)
     const rebuildAt = performance.now() // the boot's phases are logged ('boot'): where a slow boot goes (#13)
     const engine = new Engine({ cooldownMs: cfg.cooldownSeconds * 1000 })
     const mailboxes = new Mailboxes()
@@ -146,7 +150,8 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
     }, 'boot')
 
-    const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, onError: onError('bus') })
+    const tuning = clusterTuning(process.env)
+    const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, onError: onError('bus'), ...(tuning.busMaxLen ? { maxLen: tuning.busMaxLen } : {}) })
     closers.push(() => bus.close())
     // The change is answered for once the other nodes can read it (bounded: Redis never holds a request up).
     announceTenant = id => { bus.publish([{ kind: 'tenant', id }]); return orAfter(bus.settled(), ANNOUNCE_WAIT_MS, undefined) }
@@ -244,22 +249,23 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       ...(cfg.hmacSecret ? { hmacSecret: cfg.hmacSecret } : {}),
     })
 
-    // Other nodes: reload what they committed from Postgres (the bus never carries numbers).
-    bus.onMessage(msg => {
-      if (msg.kind === 'event') {
-        callCounter.remote(msg.envelope)
-        stream?.publishEvent(msg.envelope)
-      }
-      else if (msg.kind === 'tenant') tenants.changed({ id: msg.id }) // its state and its API keys
-      else {
-        void (async () => {
-          const state = await getLiveSessionState(db.pool, msg.id, cipher)
-          if (!state) return
-          if (!tenants.peek(state.rec.tenantId)) await tenants.refresh(state.rec.tenantId) // a tenant created on another node
-          engine.load(state.rec, state.extras)
-        })().catch(() => log.warn({ code: 'bus-reload' }, 'recoverable error'))
-      }
-    })
+    // Other nodes (issue 17): reload what they committed from Postgres (the bus never carries
+    // numbers), one reload per session at a time, newer versions only; reconcile with Postgres on
+    // a sweep, and at once when the bus may have lost messages. A single node has nothing to do.
+    if (bus.kind === 'redis') {
+      const reconciler = createReconciler({ db: db.pool, engine, tenants, cipher, log, since: changesFrom, sweepMs: tuning.sweepMs })
+      closers.unshift(() => reconciler.close())
+      bus.onMessage(msg => {
+        if (msg.kind === 'event') {
+          callCounter.remote(msg.envelope)
+          stream?.publishEvent(msg.envelope)
+        }
+        else if (msg.kind === 'tenant') tenants.changed({ id: msg.id }) // its state and its API keys
+        else reconciler.reload(msg.id, msg.version)
+      })
+      bus.onGap(reason => reconciler.gap(reason))
+      void reconciler.sweep() // what was committed between the boot load and the bus reader's start
+    }
 
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,

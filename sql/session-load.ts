@@ -403,3 +403,16 @@ export async function loadTenantsRouting(db: Db): Promise<TenantRouting[]> {
     }))
   })
 }
+
+/** getLiveSessionState of many sessions in one statement (issue 17: the reconciliation sweep); unknown ids are left out. */
+export async function getLiveSessionStates(db: Db, ids: readonly string[], cipher: SessionCipher): Promise<SessionState[]> {
+  const valid = ids.filter(isUuid)
+  if (valid.length === 0) return []
+  return guard(async () => {
+    const rows = (await db.any(sql.unsafe`
+      SELECT ${RECORD_COLUMNS}, metadata::text AS metadata_json, call_count, last_call_at FROM sessions
+      WHERE id = ANY(${sql.array(valid, 'uuid')})`,
+    )) as readonly (RecordRow & { metadata_json: string; call_count: number; last_call_at: number | null })[]
+    return rows.map(row => ({ rec: toRecord(row, cipher), extras: { metadataJson: row.metadata_json, callCount: row.call_count, lastCallAt: row.last_call_at } }))
+  })
+}

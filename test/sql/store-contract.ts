@@ -26,7 +26,7 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
 
   t.test('migrations: all applied, one current price per tier and metric', async t => {
     const versions = await db.pool.anyFirst(sql.unsafe`SELECT version FROM schema_migrations ORDER BY version`)
-    t.same(versions, ['001', '002', '003', '004', '005'])
+    t.same(versions, ['001', '002', '003', '004', '005', '006'])
     // 003: room on every page, so the call_count bump of each routed call is a HOT update.
     t.same(await db.pool.oneFirst(sql.unsafe`SELECT reloptions FROM pg_class WHERE relname = 'sessions'`), ['fillfactor=85'])
     t.equal(await count(db.pool, 'pricing', sql.fragment`effective_until IS NULL`), 18)
