@@ -78,23 +78,31 @@ export async function getLiveSessionState(db: Db, id: string, cipher: SessionCip
  * memory): metadata::text (the jsonb's own text, its key order, not parsed), the call counters. */
 export type LiveExtra = SessionExtras
 
-// Boot reads every live session with ONE statement, COPY … TO STDOUT (FORMAT binary), on a
-// connection of its own beside the pool (slonik has no COPY; pg hands each CopyData message to
-// the active query object, which is all a COPY needs):
-// - one sequential scan and one snapshot, instead of keyset pages of 10,000 whose plans cost
-//   Postgres ~150 s at a million sessions (an index walk and heap fetches per page);
+// Boot reads every live session with COPY … TO STDOUT (FORMAT binary), on a connection of its own
+// beside the pool (slonik has no COPY; pg hands each CopyData message to the active query object,
+// which is all a COPY needs):
+// - the table read in order of its pages (TID ranges) within one snapshot, instead of keyset
+//   pages of 10,000 whose plans cost Postgres ~150 s at a million sessions;
 // - binary tuples decoded in place: no row objects, type parsers or promise per row; timestamps
 //   are int64 µs since 2000, text comes as its bytes;
 // - the two numbers of a batch decrypted in one call of the cipher's bulk path.
 // Memory stays bounded: tuples are decoded as pg hands them over (the socket is read no faster),
 // and only a batch at a time exists as records. Batches are small (1,024) so records die young:
 // a batch of 8,192 lived through scavenges, and copying it cost ~1.5 s of GC at a million.
-const LIVE_COPY = `COPY (
+const liveCopy = (fromPage: number, toPage: number | null) => `COPY (
   SELECT id::text, tenant_id::text, proxy_number, state, direction_mode, grace_period_minutes, max_duration_minutes,
          recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc, created_at, activated_at, expires_at,
          ended_at, expired_at, version, metadata::text, call_count, last_call_at
   FROM sessions WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD')
+    AND ctid >= '(${fromPage},0)'::tid${toPage === null ? '' : ` AND ctid < '(${toPage},0)'::tid`}
 ) TO STDOUT (FORMAT binary)`
+/**
+ * Table pages per COPY (32 MB, ~100,000 sessions), each a TID range scan (Postgres 14+), all in one REPEATABLE
+ * READ snapshot. One COPY would do for Postgres, but the embedded server runs a statement to its
+ * end synchronously, so a single COPY of a million sessions sat whole (~300 MB) in its socket
+ * before the first byte was read.
+ */
+const CHUNK_PAGES = 4_096
 const FIELDS = 20
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
 const HEADER_BYTES = SIGNATURE.length + 8 // then flags (int32) and the extension's length (int32)
@@ -112,9 +120,11 @@ type OnBatch = (recs: SessionRecord[], extras: LiveExtra[]) => void | Promise<vo
  * Batches are handed over in order, one at a time (an async onBatch holds the next back).
  * Returns the count.
  */
-export async function loadLiveSessions(db: DatabasePool, cipher: SessionCipher, onBatch: OnBatch, batchSize = 1_024): Promise<number> {
+export async function loadLiveSessions(
+  db: DatabasePool, cipher: SessionCipher, onBatch: OnBatch, batchSize = 1_024, chunkPages = CHUNK_PAGES,
+): Promise<number> {
   const client = new pg.Client({ connectionString: db.configuration.connectionUri, connectionTimeoutMillis: 5_000, keepAlive: true })
-  client.on('error', () => {}) // reported to the query below (handleError); nothing else listens
+  client.on('error', () => {}) // reported to the statement running (handleError); nothing else listens
   try {
     await client.connect()
   } catch (err) {
@@ -122,6 +132,33 @@ export async function loadLiveSessions(db: DatabasePool, cipher: SessionCipher, 
   }
   const socket = (client as unknown as { connection: { stream: NodeJS.ReadableStream & { destroy(): void } } }).connection.stream
   const decoder = new LiveDecoder(cipher, onBatch, Math.max(1, batchSize), paused => (paused ? socket.pause() : socket.resume()))
+  try {
+    await guard(() => client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'))
+    // Pages in order, never an index: without statistics (PGlite has no autovacuum) the planner
+    // took a bitmap scan of a whole partial index for each range.
+    await guard(() => client.query('SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off'))
+    const pages = Number((await guard(() => client.query<{ pages: string }>(
+      `SELECT pg_relation_size('sessions') / current_setting('block_size')::int8 AS pages`))).rows[0]!.pages)
+    // The snapshot is older than the size read: every row it sees is on a page counted. The
+    // last range is open anyway.
+    for (let from = 0; ; from += chunkPages) {
+      const last = from + chunkPages >= pages
+      await copyOut(client, liveCopy(from, last ? null : from + chunkPages), decoder)
+      if (last) break
+    }
+    await guard(() => client.query('COMMIT'))
+    await decoder.finish()
+  } catch (err) {
+    decoder.abort()
+    socket.destroy() // a COPY may still be running: nothing more of this connection is wanted
+    throw err
+  }
+  await client.end().catch(() => {})
+  return decoder.total
+}
+
+/** One COPY … TO STDOUT, its CopyData messages handed to the decoder as they arrive. */
+async function copyOut(client: pg.Client, text: string, decoder: LiveDecoder): Promise<void> {
   let lastData = Date.now()
   let stalled: NodeJS.Timeout | undefined
   try {
@@ -133,14 +170,20 @@ export async function loadLiveSessions(db: DatabasePool, cipher: SessionCipher, 
       decoder.onFailure = reject
       let failed = false
       void client.query({
-        submit(connection: { query(text: string): void }) { connection.query(LIVE_COPY) },
+        submit(connection: { query(text: string): void }) { connection.query(text) },
         handleCopyData(msg: { chunk: Buffer }) {
           lastData = Date.now()
           if (!failed) decoder.push(msg.chunk)
         },
         handleError(err: unknown) { failed = true; reject(toStoreError(err)) },
         handleReadyForQuery() {
-          if (!failed) decoder.end().then(resolve, reject)
+          if (failed) return
+          try {
+            decoder.endCopy()
+            resolve()
+          } catch (err) {
+            reject(err)
+          }
         },
         handleCommandComplete() {},
         handleRowDescription() {},
@@ -150,15 +193,9 @@ export async function loadLiveSessions(db: DatabasePool, cipher: SessionCipher, 
         handleCopyInResponse() {},
       } as unknown as pg.QueryConfig)
     })
-  } catch (err) {
-    decoder.abort()
-    socket.destroy() // the COPY may still be running: nothing more of this connection is wanted
-    throw err
   } finally {
     clearInterval(stalled)
   }
-  await client.end().catch(() => {})
-  return decoder.total
 }
 
 /** About how many sessions are live (the tenants' counters): a size hint for the boot, no more. */
@@ -178,6 +215,7 @@ class LiveDecoder {
   #header = false
   #trailer = false
   #failed = false
+  #error: unknown = null
   readonly #at = new Int32Array(FIELDS) // each field's offset in the tuple being decoded (-1: NULL)
   readonly #len = new Int32Array(FIELDS)
   // The batch being built: records wait for their numbers, decrypted together at flush.
@@ -226,12 +264,19 @@ class LiveDecoder {
     }
   }
 
-  /** After the COPY's last message: the last batch, then every batch done. */
-  async end(): Promise<void> {
+  /** After a COPY's last message: it ended with its trailer; the next one starts with a header. */
+  endCopy(): void {
+    if (this.#failed) throw this.#error
     if (!this.#trailer || this.#pending !== null) throw new StoreError('internal', 'boot-load-truncated')
+    this.#header = false
+    this.#trailer = false
+  }
+
+  /** After the last COPY: the last batch, then every batch done. */
+  async finish(): Promise<void> {
     this.#flush()
     await this.#queue
-    if (this.#failed) throw new StoreError('internal', 'boot-load-failed') // onFailure already has the cause
+    if (this.#failed) throw this.#error
   }
 
   abort(): void {
@@ -241,6 +286,7 @@ class LiveDecoder {
   #fail(err: unknown): void {
     if (this.#failed) return
     this.#failed = true
+    this.#error = err
     this.onFailure(err)
   }
 

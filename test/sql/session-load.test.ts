@@ -7,7 +7,7 @@ import { sql } from 'slonik'
 import type { E164, SessionRecord } from '../../engine/types.js'
 import { bulkInsertSessions, getSessionRecord, loadLiveSessions, type BulkSessionRow } from '../../sql/sessions.js'
 import type { LiveExtra } from '../../sql/session-load.js'
-import { testDatabase } from '../support/db.js'
+import { testDatabase, testDatabaseUrl } from '../support/db.js'
 import { addNumbers, addTenant, cipher, hashParty, MINUTE, party, proxy, record, T0 } from './fixtures.js'
 
 const LIVE = 1_500
@@ -81,6 +81,23 @@ t.test('loadLiveSessions', async t => {
     t.equal(extras[far]!.lastCallAt, Date.UTC(1969, 6, 20, 20, 17, 40, 500))
     t.equal(extras.find((_, i) => recs[i]!.id === rows[3]!.rec.id)!.metadataJson, '{}', 'no metadata: {}')
     t.match(extras.find((_, i) => recs[i]!.id === rows[1]!.rec.id)!.metadataJson, /"é": "ü ✓"/, 'UTF-8 text as jsonb prints it')
+  })
+
+  t.test('read in many COPYs (a page each, one snapshot): the same sessions, once each', async t => {
+    const pages = Number(await db.pool.oneFirst(sql.unsafe`SELECT pg_relation_size('sessions') / current_setting('block_size')::int8`))
+    t.ok(pages > 20, `${pages} pages`)
+    const ids: string[] = []
+    let writes = 0
+    const n = await loadLiveSessions(db.pool, cipher, async recs => {
+      ids.push(...recs.map(r => r.id))
+      // A session ended meanwhile, on a page not read yet, changes nothing: one snapshot. (Not
+      // embedded: its one backend is the load's until the load's transaction ends.)
+      if (writes++ === 0 && testDatabaseUrl()) await db.pool.query(sql.unsafe`UPDATE sessions SET state = 'EXPIRED', expired_at = now() WHERE id = ${rows[LIVE - 1]!.rec.id}`)
+    }, 100, 1)
+    t.equal(n, LIVE)
+    t.same(new Set(ids), liveIds)
+    t.equal(ids.length, LIVE)
+    await db.pool.query(sql.unsafe`UPDATE sessions SET state = ${rows[LIVE - 1]!.rec.state}, expired_at = NULL WHERE id = ${rows[LIVE - 1]!.rec.id}`)
   })
 
   t.test('an async onBatch gets one batch at a time and is awaited', async t => {
