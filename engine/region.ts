@@ -8,7 +8,7 @@
 // - a number the library cannot place falls back to the calling code's main country (+44 7700 900…
 //   drama numbers → GB), so region matching still works for fictional numbers.
 // test/engine/region-cache.test.ts compares regionOf with parseRegion over many numbers.
-import { Metadata, parsePhoneNumberFromString } from 'libphonenumber-js/core'
+import { Metadata, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/core'
 import metadata from 'libphonenumber-js/min/metadata'
 
 /** Digits at the end of a number that the cache key leaves out. */
@@ -70,6 +70,11 @@ export function regionOf(e164: string): string | null {
  */
 function prefixOnly(countries: readonly string[]): number {
   const m = new Metadata(metadata)
+  // The methods the parser itself calls; its published typings name fewer of them.
+  const select = (country: string) => {
+    m.selectNumberingPlan(country as CountryCode)
+    return m.numberingPlan as unknown as PlanRules
+  }
   let reach = 0
   const start = (re: string | undefined | null): boolean => {
     if (!re) return true
@@ -78,11 +83,10 @@ function prefixOnly(countries: readonly string[]): number {
     reach = Math.max(reach, n)
     return true
   }
-  m.selectNumberingPlan(countries[0]!)
-  if (m.numberingPlan!.nationalPrefixTransformRule() || !start(m.numberingPlan!.nationalPrefixForParsing())) return -1
+  const main = select(countries[0]!)
+  if (main.nationalPrefixTransformRule() || !start(main.nationalPrefixForParsing())) return -1
   for (const country of countries) {
-    m.selectNumberingPlan(country)
-    const plan = m.numberingPlan!
+    const plan = select(country)
     if (!start(plan.leadingDigits()) || !tailFree(plan.nationalNumberPattern())) return -1
     for (const t of TYPES) {
       const pattern = plan.type(t)?.pattern()
@@ -90,6 +94,14 @@ function prefixOnly(countries: readonly string[]): number {
     }
   }
   return reach
+}
+
+interface PlanRules {
+  nationalPrefixTransformRule(): string | undefined | null
+  nationalPrefixForParsing(): string | undefined | null
+  leadingDigits(): string | undefined | null
+  nationalNumberPattern(): string
+  type(t: string): { pattern(): string | undefined } | undefined
 }
 
 /** The top-level alternatives of a regular expression's source. */
