@@ -6,6 +6,7 @@ import { problems } from '../../api/problems.js'
 import { hashPassword } from '../../api/auth/passwords.js'
 import { uuidv7 } from '../../api/vocabulary/ids.js'
 import { startApi, problem } from '../gateway/harness.js'
+import { startTestService } from '../support/service.js'
 
 t.test('GET /v1/numbers/pool: the engine counts, allow-listed', async t => {
   const pools = [
@@ -25,6 +26,38 @@ t.test('GET /v1/numbers/pool: the engine counts, allow-listed', async t => {
   const user = await api.login(a.email, a.password)
   t.equal((await api.get('/v1/numbers/pool', { token: user })).status, 403)
   t.equal((await api.get('/v1/numbers/pool')).status, 401)
+})
+
+// What the service computes, not what a test injected: the engine's pool through the real
+// composition root, as sessions take numbers and expiry releases them into cooldown.
+t.test('GET /v1/numbers/pool: the counts follow allocation, expiry and cooldown', async t => {
+  let now = Date.UTC(2026, 0, 5, 12)
+  const api = await startTestService(t, { now: () => now, env: { NUMBER_POOL: 'US:+12025550100-+12025550103', NUMBER_COOLDOWN_SECONDS: '600' } })
+  const acct = await api.signup()
+  const pool = async () => {
+    // a fresh token each time: the clock moves past an access token's lifetime
+    const token = (await api.req('POST', '/v1/auth/token', { body: { apiKey: acct.apiKey, apiSecret: acct.apiSecret } })).body.accessToken
+    return (await api.req('GET', '/v1/numbers/pool', { token })).body.pools
+  }
+  const first = await pool()
+  const provider = first[0].provider
+  t.type(provider, 'string')
+  const us = (c: { total: number; available: number; inUse: number; cooldown: number }) => [{ region: 'US', provider, ...c }]
+  t.same(first, us({ total: 4, available: 4, inUse: 0, cooldown: 0 }))
+
+  const A = api.phone(1), B = api.phone(2), C = api.phone(3)
+  const s1 = await api.req('POST', '/v1/sessions', { token: acct.token, body: { agentPhone: A, customerPhone: B, maxDurationMinutes: 5, gracePeriodMinutes: 0 } })
+  // The agent is in both sessions, so a second proxy number is needed to tell them apart.
+  const s2 = await api.req('POST', '/v1/sessions', { token: acct.token, body: { agentPhone: A, customerPhone: C, maxDurationMinutes: 60 } })
+  t.same([s1.status, s2.status], [201, 201])
+  t.not(s1.body.proxyNumber, s2.body.proxyNumber)
+  t.same(await pool(), us({ total: 4, available: 2, inUse: 2, cooldown: 0 }))
+
+  now += 6 * 60_000
+  t.equal(await api.svc.expireDue(), 1, 'the five-minute session expires')
+  t.same(await pool(), us({ total: 4, available: 2, inUse: 1, cooldown: 1 }), 'its number cools down before reuse')
+  now += 10 * 60_000 + 1
+  t.same(await pool(), us({ total: 4, available: 3, inUse: 1, cooldown: 0 }), 'and is available after the cooldown')
 })
 
 t.test('GET /v1/numbers/pool without an engine: an empty list', async t => {
