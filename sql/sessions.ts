@@ -5,15 +5,17 @@
 // and the usage, so an event or a bill exists exactly when its change committed.
 //
 // Times in SessionRecord are epoch ms; views (what the API returns) carry ISO 8601 strings.
-import { sql, type CommonQueryMethods, type FragmentSqlToken, type SerializableValue } from 'slonik'
+import type { EventEmitter } from 'node:events'
+import pg from 'pg'
+import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type QuerySqlToken, type SerializableValue } from 'slonik'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
 import { LIVE_STATES, type SessionRecord, type SessionState } from '../engine/types.js'
-import { finishUsage, numberRentalKey, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
+import { ensurePeriod, monthStart, numberRentalKey } from './billing.js'
 import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
-import { guard } from './errors.js'
-import { insertOutbox, outboxInsert } from './outbox.js'
-import { PREPARE } from './prepared.js'
+import { guard, sqlStateOf, StoreError, withRetry } from './errors.js'
+import { insertOutbox, outboxInsertFrom } from './outbox.js'
+import { PREPARE, UNPREPARED_APPLICATION } from './prepared.js'
 import { iso, isoOrNull, rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
 
 export { bulkInsertSessions, type BulkSessionRow } from './bulk-sessions.js'
@@ -50,84 +52,264 @@ export interface CreateSessionArgs {
 }
 
 /**
- * POST /v1/sessions in one transaction: idempotency key, quota, proxy hold, session row, both
- * participants, outbox events, usage (session_created, and the day's number_rental of the proxy).
+ * POST /v1/sessions: quota, proxy hold, session row, both participants, outbox events and usage
+ * (session_created, and the day's number_rental of the proxy) in ONE statement, atomic on its own.
  * 'tier-session-limit' and 'proxy-conflict' leave nothing behind.
+ *
+ * Without an Idempotency-Key and given a pool, the statement runs alone (no BEGIN/COMMIT) on a
+ * plain `pg` pool beside slonik's (see directPool): one round trip, named and so parsed and planned
+ * once per connection, and none of slonik's per-query work (the tag, the interceptors, the result
+ * parsers), which was a quarter of the service's CPU per create (issue 13). With a key, or inside
+ * a caller's connection, the same statement runs through slonik in a transaction (a savepoint in
+ * the caller's), after the key's claim.
  */
 export async function createSession(db: Db, a: CreateSessionArgs): Promise<CreateSessionResult> {
-  const { rec } = a
-  return transact<CreateSessionResult>(db, async tx => {
-    if (a.idempotency) {
-      const k = a.idempotency
-      // A key older than 24 h is free again: the conflicting row is overwritten.
-      const claimed = await tx.maybeOneFirst(sql.unsafe`
-        INSERT INTO idempotency_keys (tenant_id, key, request_hash, status_code, response, created_at)
-        VALUES (${rec.tenantId}, ${k.key}, ${k.requestHash}, ${k.status}, ${sql.jsonb(k.response as SerializableValue)}, now())
-        ON CONFLICT (tenant_id, key) DO UPDATE
-          SET request_hash = EXCLUDED.request_hash, status_code = EXCLUDED.status_code,
-              response = EXCLUDED.response, created_at = EXCLUDED.created_at
-          WHERE idempotency_keys.created_at < now() - ${IDEMPOTENCY_TTL}
-        RETURNING 1`)
-      if (claimed === null) {
-        const prev = await readIdempotent(tx, rec.tenantId, k.key, false)
-        if (prev) return rollback({ idempotentReplay: prev })
-      }
+  try {
+    if (!a.idempotency && isPool(db)) {
+      const direct = directPool(db)
+      if (direct) return await guard(() => withRetry(() => createAlone(db, direct, a)))
     }
-    // One statement (one round trip): quota (spec 8.2, across nodes), proxy hold, session row,
-    // participants, outbox and usage. The proxy is only touched when the quota admitted the
-    // session and the session only inserted when the hold succeeded; any refusal rolls the whole
-    // transaction back, so the unconditional outbox/usage inserts never survive one.
-    // Lock order: the tenant row (q), then the proxy row (p waits for q: EXISTS over q gates it),
-    // then the participant keys: the order releaseSessions and bulkInsertSessions keep (issue 18).
-    const usage: UsageInput[] = [
-      {
-        tenantId: rec.tenantId, metric: 'session_created', quantity: 1, at: rec.createdAt, sessionId: rec.id,
-        ...(a.billing ? { unitPrice: a.billing.unitPrice } : {}),
-      },
-      {
-        tenantId: rec.tenantId, metric: 'number_rental', quantity: 1, at: rec.createdAt,
-        dedupeKey: numberRentalKey(rec.tenantId, rec.proxyNumber, rec.createdAt), metadata: { proxyNumber: rec.proxyNumber },
-      },
-    ]
-    const rows = usageRows(usage)
-    const out = (await tx.one(sql.unsafe`${PREPARE}
-      WITH q AS (
-        UPDATE tenants SET live_sessions = live_sessions + 1
-        WHERE id = ${rec.tenantId} AND live_sessions < ${a.quota}
-        RETURNING id),
-      p AS (
-        UPDATE proxy_numbers
-        SET tenant_id = ${rec.tenantId}, last_tenant_id = ${rec.tenantId}, live_sessions = live_sessions + 1, released_at = NULL
-        WHERE number = ${rec.proxyNumber} AND (tenant_id IS NULL OR tenant_id = ${rec.tenantId}) AND EXISTS (SELECT 1 FROM q)
-        RETURNING number),
-      s AS (
-        INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes,
-                              max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
-                              agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version)
-        SELECT ${rec.id}, ${rec.tenantId}, ${rec.proxyNumber}, ${rec.state}, ${rec.directionMode},
-               ${sql.jsonb(a.metadata as SerializableValue)}, ${rec.gracePeriodMinutes}, ${rec.maxDurationMinutes},
-               ${rec.recordingEnabled}, ${rec.consentPrompt}, ${sql.binary(a.agentEnc)}, ${sql.binary(a.customerEnc)},
-               ${a.agentHash}, ${a.customerHash}, ${ts(rec.expiresAt)}, ${ts(rec.createdAt)}, ${ts(rec.activatedAt)},
-               ${tsOrNull(rec.endedAt)}, ${tsOrNull(rec.expiredAt)}, ${rec.version}
-        WHERE EXISTS (SELECT 1 FROM p)
-        RETURNING id, proxy_number),
-      parts AS (
-        INSERT INTO session_participants (proxy_number, party_hash, session_id)
-        SELECT s.proxy_number, h.hash, s.id FROM s CROSS JOIN unnest(${sql.array([a.agentHash, a.customerHash], 'text')}) AS h(hash)
-        ON CONFLICT DO NOTHING
-        RETURNING party_hash),
-      outbox_ins AS (${outboxInsert(a.events, rec.id)}),
-      ${usageCtes(rows)}
-      SELECT EXISTS (SELECT 1 FROM q) AS quota_ok, EXISTS (SELECT 1 FROM p) AS proxy_ok,
-             (SELECT count(*) FROM parts)::int AS participants, ${usageOutcome}`)) as unknown as
-      UsageOutcome & { quota_ok: boolean; proxy_ok: boolean; participants: number }
-    if (!out.quota_ok) return rollback('tier-session-limit')
-    if (!out.proxy_ok) return rollback('proxy-conflict')
-    // spec 3.1: a party of this session already takes part in a live session on this proxy.
-    if (out.participants !== 2) return rollback('proxy-conflict')
-    await finishUsage(tx, usage, rows, out)
-    return 'ok'
+    return await transact<CreateSessionResult>(db, async tx => {
+      if (a.idempotency) {
+        const k = a.idempotency
+        // A key older than 24 h is free again: the conflicting row is overwritten.
+        const claimed = await tx.maybeOneFirst(sql.unsafe`
+          INSERT INTO idempotency_keys (tenant_id, key, request_hash, status_code, response, created_at)
+          VALUES (${a.rec.tenantId}, ${k.key}, ${k.requestHash}, ${k.status}, ${sql.jsonb(k.response as SerializableValue)}, now())
+          ON CONFLICT (tenant_id, key) DO UPDATE
+            SET request_hash = EXCLUDED.request_hash, status_code = EXCLUDED.status_code,
+                response = EXCLUDED.response, created_at = EXCLUDED.created_at
+            WHERE idempotency_keys.created_at < now() - ${IDEMPOTENCY_TTL}
+          RETURNING 1`)
+        if (claimed === null) {
+          const prev = await readIdempotent(tx, a.rec.tenantId, k.key, false)
+          if (prev) return rollback({ idempotentReplay: prev })
+        }
+      }
+      const values = createValues(a, false)
+      const run = async () => ((await tx.one({ ...CREATE.token, values } as unknown as typeof CREATE.token)) as unknown as CreateRow).outcome
+      let out = await run()
+      if (out === 'no-period') {
+        await ensurePeriod(tx, a.rec.tenantId, a.rec.createdAt)
+        out = await run()
+      }
+      // The statement wrote nothing when it refused, but the key's claim must go too.
+      return out === 'ok' ? 'ok' : rollback(out === 'no-period' ? 'proxy-conflict' : out)
+    })
+  } catch (err) {
+    // A proxy or a participant taken by a concurrent transaction after this statement's
+    // snapshot: the statement (or the transaction) was undone as a whole.
+    if (raceRefusal(err)) return 'proxy-conflict'
+    throw err
+  }
+}
+
+async function createAlone(db: DatabasePool, direct: DirectPool, a: CreateSessionArgs): Promise<CreateSessionResult> {
+  const values = createValues(a, true)
+  const query = direct.named ? { name: CREATE_NAME, text: CREATE.text, values } : { text: CREATE.text, values }
+  const run = async () => {
+    try {
+      return (await direct.pool.query<CreateRow>(query)).rows[0]!.outcome
+    } catch (err) {
+      direct.report(err)
+      throw err
+    }
+  }
+  let out = await run()
+  if (out === 'no-period') {
+    // The tenant's first usage this month: open the period (its own short transaction, harmless
+    // if the create is then refused), and run the create again.
+    await transact(db, tx => ensurePeriod(tx, a.rec.tenantId, a.rec.createdAt))
+    out = await run()
+    if (out === 'no-period') throw new StoreError('internal', 'no-period')
+  }
+  return out
+}
+
+type CreateOutcome = 'ok' | 'tier-session-limit' | 'proxy-conflict' | 'no-period'
+interface CreateRow { outcome: CreateOutcome }
+
+/** The two ways the database refuses a create that its snapshot's gates let through (see CREATE). */
+function raceRefusal(err: unknown): boolean {
+  const state = sqlStateOf(err)
+  return state === '23502' || (err instanceof StoreError && err.slug === 'proxy-conflict')
+}
+
+type CreateParam =
+  | 'tenant' | 'quota' | 'proxy' | 'id' | 'state' | 'direction' | 'metadata' | 'grace' | 'maxDuration' | 'recording'
+  | 'consent' | 'agentEnc' | 'customerEnc' | 'agentHash' | 'customerHash' | 'expiresAt' | 'createdAt' | 'activatedAt'
+  | 'endedAt' | 'expiredAt' | 'version' | 'events' | 'periodStart' | 'usageId' | 'priceKnown' | 'price' | 'rentalId'
+  | 'rentalKey' | 'rentalMeta'
+
+/** A parameter of CREATE by name: a marker string, replaced by its value at each create. */
+const P = (name: CreateParam) => `\u0001${name}`
+
+/**
+ * Refusals write nothing, with no transaction to roll back. Read-only gates come first: `clash`
+ * (a participant already on this proxy), `hold` (the proxy is free or this tenant's, DECISIONS 4)
+ * and `period` (the month's billing period is open), as of the statement's snapshot. They gate q
+ * (the quota, spec 8.2, across nodes: the tenant row's update, re-checked on its newest version),
+ * q gates p (the proxy hold), p gives s its proxy number, s gates the participants, and those the
+ * outbox and the usage. What a concurrent transaction committed after the snapshot is still
+ * refused by the database, by undoing the whole statement with an error: a proxy another tenant
+ * took leaves p empty and s's proxy_number NULL (23502, NOT NULL), and a participant another
+ * create inserted fails the INSERT into session_participants on its primary key (23505, no ON
+ * CONFLICT on purpose). Spec 3.1 and the hold stay decided by the database.
+ * Lock order: the tenant row (q), then the proxy row (p waits for q: EXISTS over q gates it), then
+ * the participant keys: the order releaseSessions and bulkInsertSessions keep (issue 18). Each
+ * uncorrelated EXISTS is evaluated in full before the node it gates reads a row. (A tenant row
+ * locked FOR UPDATE first and updated after, in one statement, deadlocked: the update of a row
+ * version newer than the snapshot queues for the tuple lock behind the waiters of its own lock.)
+ */
+const CREATE = compile(sql.unsafe`${PREPARE}
+  WITH clash AS (
+    SELECT 1 FROM session_participants
+    WHERE proxy_number = ${P('proxy')}::text AND party_hash IN (${P('agentHash')}::text, ${P('customerHash')}::text) LIMIT 1),
+  hold AS (
+    SELECT 1 FROM proxy_numbers
+    WHERE number = ${P('proxy')}::text AND (tenant_id IS NULL OR tenant_id = ${P('tenant')}::uuid)),
+  period AS (
+    SELECT id FROM billing_periods WHERE tenant_id = ${P('tenant')}::uuid AND period_start = ${P('periodStart')}::timestamptz),
+  q AS (
+    UPDATE tenants SET live_sessions = live_sessions + 1
+    WHERE id = ${P('tenant')}::uuid AND live_sessions < ${P('quota')}::int
+      AND NOT EXISTS (SELECT 1 FROM clash) AND EXISTS (SELECT 1 FROM hold) AND EXISTS (SELECT 1 FROM period)
+    RETURNING id),
+  p AS (
+    UPDATE proxy_numbers
+    SET tenant_id = ${P('tenant')}::uuid, last_tenant_id = ${P('tenant')}::uuid, live_sessions = live_sessions + 1, released_at = NULL
+    WHERE number = ${P('proxy')}::text AND (tenant_id IS NULL OR tenant_id = ${P('tenant')}::uuid) AND EXISTS (SELECT 1 FROM q)
+    RETURNING number),
+  s AS (
+    INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes,
+                          max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
+                          agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version)
+    SELECT ${P('id')}::uuid, ${P('tenant')}::uuid, (SELECT number FROM p), ${P('state')}::text, ${P('direction')}::text,
+           ${P('metadata')}::jsonb, ${P('grace')}::int, ${P('maxDuration')}::int, ${P('recording')}::boolean, ${P('consent')}::text,
+           ${P('agentEnc')}::bytea, ${P('customerEnc')}::bytea, ${P('agentHash')}::text, ${P('customerHash')}::text,
+           ${P('expiresAt')}::timestamptz, ${P('createdAt')}::timestamptz, ${P('activatedAt')}::timestamptz,
+           ${P('endedAt')}::timestamptz, ${P('expiredAt')}::timestamptz, ${P('version')}::int
+    WHERE EXISTS (SELECT 1 FROM q)
+    RETURNING id),
+  parts AS (
+    INSERT INTO session_participants (proxy_number, party_hash, session_id)
+    SELECT ${P('proxy')}::text, h.hash, s.id FROM s CROSS JOIN (VALUES (${P('agentHash')}::text), (${P('customerHash')}::text)) AS h(hash)
+    RETURNING 1),
+  outbox_ins AS (${outboxInsertFrom(sql.fragment`
+    SELECT x FROM jsonb_array_elements(${P('events')}::jsonb) AS x WHERE EXISTS (SELECT 1 FROM s)`, P('id'))}),
+  usage_ins AS (
+    INSERT INTO billing_events (id, tenant_id, billing_period_id, metric, quantity, unit_price, recorded_at,
+                                session_id, call_record_id, metadata, dedupe_key)
+    SELECT u.id, ${P('tenant')}::uuid, period.id, u.metric, 1,
+           CASE WHEN u.known THEN u.price ELSE (
+             SELECT pr.unit_price FROM pricing pr JOIN tenants t ON t.tier = pr.tier
+             WHERE t.id = ${P('tenant')}::uuid AND pr.metric = u.metric AND pr.effective_from <= ${P('createdAt')}::timestamptz
+               AND (pr.effective_until IS NULL OR pr.effective_until > ${P('createdAt')}::timestamptz)
+             ORDER BY pr.effective_from DESC LIMIT 1) END,
+           ${P('createdAt')}::timestamptz, u.session_id, NULL, u.metadata, u.dedupe_key
+    FROM period CROSS JOIN (VALUES
+      (${P('usageId')}::uuid, 'session_created', ${P('priceKnown')}::boolean, ${P('price')}::numeric, ${P('id')}::uuid, '{}'::jsonb, NULL::text),
+      (${P('rentalId')}::uuid, 'number_rental', false, NULL::numeric, NULL::uuid, ${P('rentalMeta')}::jsonb, ${P('rentalKey')}::text)
+    ) AS u(id, metric, known, price, session_id, metadata, dedupe_key)
+    WHERE EXISTS (SELECT 1 FROM parts)
+    ON CONFLICT (dedupe_key) DO NOTHING)
+  -- One text column (pg builds a parser per column of every result). The quota is decided first
+  -- (q before p), also when a read-only gate kept q from running.
+  SELECT CASE
+    WHEN EXISTS (SELECT 1 FROM s) THEN 'ok'
+    WHEN EXISTS (SELECT 1 FROM clash) OR NOT EXISTS (SELECT 1 FROM hold) THEN
+      CASE WHEN (SELECT live_sessions < ${P('quota')}::int FROM tenants WHERE id = ${P('tenant')}::uuid) THEN 'proxy-conflict' ELSE 'tier-session-limit' END
+    WHEN NOT EXISTS (SELECT 1 FROM period) THEN 'no-period'
+    WHEN EXISTS (SELECT 1 FROM q) THEN 'proxy-conflict'
+    ELSE 'tier-session-limit' END AS outcome`)
+
+/** Named per connection on real Postgres (parsed and planned once); never on the embedded one. */
+const CREATE_NAME = 'ml_create_session_v1'
+
+interface Compiled {
+  /** For slonik (a caller's connection, or the keyed path): the token, values set per create. */
+  token: QuerySqlToken
+  /** For pg: the text with $1… placeholders. */
+  text: string
+  /** Per placeholder: a parameter of the create, or a constant of the text. */
+  slots: readonly (CreateParam | { value: unknown })[]
+}
+
+function compile(token: QuerySqlToken): Compiled {
+  const slots = token.values.map(v => (typeof v === 'string' && v.startsWith('\u0001') ? (v.slice(1) as CreateParam) : { value: v }))
+  return { token, text: token.sql.replaceAll('$slonik_', '$'), slots }
+}
+
+/** The parameters of CREATE in placeholder order. `pg` takes the bytea as Buffers, slonik as text. */
+function createValues(a: CreateSessionArgs, buffers: boolean): unknown[] {
+  const { rec } = a
+  const createdAt = iso(rec.createdAt)
+  const bytea = (b: Buffer) => (buffers ? b : `\\x${b.toString('hex')}`)
+  const v: Record<CreateParam, unknown> = {
+    tenant: rec.tenantId, quota: a.quota, proxy: rec.proxyNumber, id: rec.id, state: rec.state, direction: rec.directionMode,
+    metadata: JSON.stringify(a.metadata), grace: rec.gracePeriodMinutes, maxDuration: rec.maxDurationMinutes,
+    recording: rec.recordingEnabled, consent: rec.consentPrompt, agentEnc: bytea(a.agentEnc), customerEnc: bytea(a.customerEnc),
+    agentHash: a.agentHash, customerHash: a.customerHash, expiresAt: iso(rec.expiresAt), createdAt,
+    activatedAt: iso(rec.activatedAt), endedAt: isoOrNull(rec.endedAt), expiredAt: isoOrNull(rec.expiredAt), version: rec.version,
+    events: JSON.stringify(a.events), periodStart: iso(monthStart(rec.createdAt)), usageId: uuidv7(),
+    priceKnown: a.billing !== undefined, price: a.billing?.unitPrice ?? null, rentalId: uuidv7(),
+    rentalKey: numberRentalKey(rec.tenantId, rec.proxyNumber, rec.createdAt), rentalMeta: JSON.stringify({ proxyNumber: rec.proxyNumber }),
+  }
+  return CREATE.slots.map(s => (typeof s === 'string' ? v[s] : s.value))
+}
+
+interface DirectPool { pool: pg.Pool; named: boolean; report: (err: unknown) => void }
+const directPools = new WeakMap<DatabasePool, DirectPool | null>()
+
+function isPool(db: Db): db is DatabasePool {
+  return typeof (db as DatabasePool).connect === 'function'
+}
+
+/**
+ * A plain `pg` pool on the same database as a slonik pool, made on first use, for the create
+ * alone, and ended with it. Its connections are idle-timed and do not keep the process alive; no session state is
+ * set on them but the statement timeout slonik's pool has (real Postgres only: the embedded
+ * backend is shared). A connection that breaks is dropped by pg.Pool and the create fails as
+ * 'unavailable', as through slonik.
+ */
+function directPool(db: DatabasePool): DirectPool | null {
+  let d = directPools.get(db)
+  if (d !== undefined) return d
+  const cfg = (db as { configuration?: { connectionUri?: string; maximumPoolSize?: number } }).configuration
+  const uri = cfg?.connectionUri
+  if (!uri) {
+    directPools.set(db, null)
+    return null
+  }
+  const embedded = uri.includes(`application_name=${UNPREPARED_APPLICATION}`)
+  const pool = new pg.Pool({
+    connectionString: uri,
+    max: cfg.maximumPoolSize ?? 10,
+    idleTimeoutMillis: 10_000,
+    connectionTimeoutMillis: 5_000,
+    allowExitOnIdle: true,
+    keepAlive: true,
+    ...(embedded ? {} : { statement_timeout: 60_000 }),
   })
+  // Errors go where slonik puts its own: re-emitted on the slonik pool, whose listener (sql/db.ts)
+  // reports connection trouble by code. An idle connection that breaks (Postgres restarted) is
+  // dropped by pg.Pool; a query on a broken one fails to its caller as well.
+  const events = db as unknown as EventEmitter
+  const report = (err: unknown) => {
+    if (events.listenerCount('error') > 0) events.emit('error', err)
+  }
+  pool.on('error', report)
+  // Ended with the slonik pool: its owner (sql/db.ts close(), a test) knows only that one. Only
+  // this pool object's own `end` is wrapped; no prototype is touched.
+  const end = db.end.bind(db)
+  ;(db as { end: () => Promise<void> }).end = async () => {
+    directPools.set(db, null)
+    await Promise.allSettled([pool.end()])
+    await end()
+  }
+  d = { pool, named: !embedded, report }
+  directPools.set(db, d)
+  return d
 }
 
 async function readIdempotent(db: CommonQueryMethods, tenantId: string, key: string, freshOnly: boolean): Promise<IdempotentReplay | null> {
