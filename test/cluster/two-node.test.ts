@@ -16,7 +16,7 @@
 // Embedded mode (PGlite, in-process bus) is single-node by design: skipped there with the reason.
 import t from 'tap'
 import { sql } from 'slonik'
-import { childData, request, type ChildService } from '../support/child-service.js'
+import { childData, request, signupChild, type ChildService } from '../support/child-service.js'
 import { connectWs } from '../support/ws-client.js'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { phoneSource, voiceRoute } from '../durability/lib.js'
@@ -303,4 +303,25 @@ t.test('participant overlap and the proxy hold over two nodes: concurrent create
   t.equal(Number(await db.pool.oneFirst(sql.unsafe`SELECT live_sessions FROM tenants WHERE id = ${acc.tenantId}`)), sessions.length, 'the quota counter matches')
   const { left } = await converge([n1, n2], db.pool, sessions, 10_000)
   t.same(left.slice(0, 20), [], 'both nodes route the agent on each proxy to that proxy\'s customer')
+})
+
+t.test('the concurrent-session quota holds over two nodes racing for the last slots', { skip: singleNode }, async t => {
+  const redis = await privateRedis(t)
+  const data = await childData(t)
+  const [n1, n2] = await Promise.all([startNode(t, data, redis.url), startNode(t, data, redis.url)]) as [ChildService, ChildService]
+  // STARTER: 100 live sessions. Postgres is told 95 are live (as if made elsewhere, unknown to both
+  // engines, which therefore let every create through to the database): the two nodes then race
+  // 20 creates for the last 5 slots, and only Postgres can keep the count.
+  const acc = await signupChild(n1.url)
+  const db = await data.open({ maximumPoolSize: 2 })
+  t.teardown(() => db.close())
+  await db.pool.query(sql.unsafe`UPDATE tenants SET live_sessions = 95 WHERE id = ${acc.tenantId}`)
+  const phone = phoneSource(1000)
+  const answers = await Promise.all(Array.from({ length: 10 }, () => [n1, n2]).flat()
+    .map(n => request(n.url, 'POST', '/v1/sessions', { token: acc.token, body: { agentPhone: phone(), customerPhone: phone() } })))
+  const statuses = answers.map(a => a.status).sort()
+  t.equal(statuses.filter(s => s === 201).length, 5, `exactly the 5 free slots were taken (${statuses.join(' ')})`)
+  t.ok(answers.every(a => a.status === 201 || (a.status === 429 && /session limit/i.test(a.text))), 'the rest were refused with the tier limit')
+  t.equal(Number(await db.pool.oneFirst(sql.unsafe`SELECT live_sessions FROM tenants WHERE id = ${acc.tenantId}`)), 100, 'the counter is at the limit, not past it')
+  t.equal(Number(await db.pool.oneFirst(sql.unsafe`SELECT count(*) FROM sessions WHERE tenant_id = ${acc.tenantId}`)), 5, 'five sessions exist')
 })
