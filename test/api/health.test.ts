@@ -1,14 +1,22 @@
 // Spec 4.11: health and provider breakers, without authentication.
 import t from 'tap'
 import { startApi } from '../gateway/harness.js'
+import { startTestService } from '../support/service.js'
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
-t.test('GET /v1/health: Postgres pinged, Redis disabled when not configured', async t => {
-  const api = await startApi(t)
-  const r = await api.get('/v1/health')
+// The probes as the service composes them (not a test's stand-in): Postgres pinged, Redis pinged
+// when configured and 'disabled' in embedded mode, the timestamp from the service's clock.
+t.test('GET /v1/health: the service pings Postgres, and Redis when configured', async t => {
+  const now = Date.UTC(2026, 2, 3, 4, 5, 6, 7)
+  const api = await startTestService(t, { now: () => now })
+  const r = await api.req('GET', '/v1/health')
   t.equal(r.status, 200)
-  t.same(r.body, { status: 'healthy', checks: { postgres: 'ok', redis: 'disabled' }, timestamp: new Date(api.services.now()).toISOString() })
+  t.same(r.body, {
+    status: 'healthy',
+    checks: { postgres: 'ok', redis: process.env.TEST_REDIS_URL ? 'ok' : 'disabled' },
+    timestamp: '2026-03-03T04:05:06.007Z',
+  })
   t.equal(r.headers.get('x-ratelimit-limit'), null, 'not rate-limited')
 })
 
