@@ -5,22 +5,24 @@
 // documented policy.
 //
 // Side by side, in one process, the same loop of lines (STYLE 8):
-//   service          the line exactly as finish() logs it at LOG_LEVEL=info (the default)
+//   service          the line exactly as finish() logs it at LOG_LEVEL=info (the default), into
+//                    the service's own stdout destination (api/log.ts createAppendDestination) on
+//                    /dev/null: lines appended to an array, written joined 8 KiB at a time
 //   service_tenant   the same with tenantId, as REST routes log it
+//   sonic_boom       the same logger into pino.destination (sonic-boom, sync: false, minLength
+//                    8192): the service's destination before issue 12
 //   no_scrub         the same pino logger without the scrub formatter: what the scrub costs
 //   no_write         the service's logger into a stream that drops each line: the line is built
 //                    and serialized, the destination's buffering and writes are not paid
-//   joined_writer    the service's logger into a minimal destination that keeps lines in an array
-//                    and writes them joined, 8 KiB at a time, asynchronously: sonic-boom (behind
-//                    pino.destination) measures the byte length of its whole pending buffer on
-//                    every write, which makes each line cost O(buffer); this one does not
 //   level_warn       the logger at LOG_LEVEL=warn: the call when the line is not written
 //   counter          no line: a per-route status count and a latency histogram bucket, what
 //                    "successes counted in metrics" would cost instead
+//   metrics          no line: the service's own request metrics (gateway/metrics.ts
+//                    RequestMetrics.observe), what every request pays on top of its line
 //   stringify        JSON.stringify of the line alone (baseline: the least a JSON line can cost)
 //
-// The destination is /dev/null with the service's settings (pino.destination sync: false,
-// minLength 8192): the write system call is paid once per 8 KiB (~60 lines), as in the service.
+// The destination is /dev/null with the service's settings (8 KiB per write): the write system
+// call is paid once per 8 KiB (~60 lines), as in the service.
 // The loop yields to the event loop every 1,000 lines so those asynchronous writes complete, as
 // they do between requests. Cost is CPU time of the whole process (user + system, every thread:
 // the writes run on libuv's pool) per line; wall time is printed too.
@@ -28,11 +30,12 @@
 //   node --expose-gc --import tsx bench/access-log.bench.ts     (LINES=200000 ROUNDS=7)
 //
 // Output: `bench: access_log.ns_per_line <n> ns` (the service's line) and one figure per variant.
-import { openSync, write } from 'node:fs'
+import { openSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { setImmediate as yieldLoop } from 'node:timers/promises'
 import { pino, type DestinationStream, type Logger } from 'pino'
-import { createLogger } from '../api/log.js'
+import { createAppendDestination, createLogger } from '../api/log.js'
+import { RequestMetrics } from '../gateway/metrics.js'
 
 const LINES = Number(process.env.LINES ?? 200_000)
 const ROUNDS = Number(process.env.ROUNDS ?? 7)
@@ -41,24 +44,9 @@ const TENANT = '0190a000-0000-7000-8000-000000000007'
 const ROUTES = ['/v1/webhooks/cpaas/voice', '/v1/webhooks/cpaas/voice/status', '/v1/webhooks/cpaas/sms', '/v1/sessions/:id']
 
 /** The service's stdout destination (api/log.ts stdoutDestination), on /dev/null. */
-const devNull = () => pino.destination({ dest: '/dev/null', sync: false, minLength: 8_192 })
-
-/** Lines kept as they come and written joined once 8 KiB are pending, one write at a time. */
-function joinedWriter(): DestinationStream {
-  const fd = openSync('/dev/null', 'w')
-  let parts: string[] = []
-  let pending = 0
-  let writing = false
-  const flush = (): void => {
-    if (writing || pending < 8_192) return
-    const text = parts.join('')
-    parts = []
-    pending = 0
-    writing = true
-    write(fd, text, () => { writing = false; flush() })
-  }
-  return { write(line: string) { parts.push(line); pending += line.length; flush() } }
-}
+const devNull = () => createAppendDestination({ fd: openSync('/dev/null', 'w') })
+/** The destination before issue 12: pino.destination (sonic-boom) with the same settings. */
+const sonicBoom = () => pino.destination({ dest: '/dev/null', sync: false, minLength: 8_192 })
 
 /** The line of gateway/http/app.ts finish(), for a request that started at `start`. */
 function line(k: number, start: number, tenant: boolean): Record<string, unknown> {
@@ -83,6 +71,7 @@ function count(k: number, start: number): void {
   histogram[us > 0 ? 31 - Math.clz32(us) : 0]!++
 }
 
+const requests = new RequestMetrics(ROUTES)
 let sink = 0
 const cases: Array<[name: string, fn: (k: number, start: number) => void]> = [
   ['service', loggerCase(createLogger({ level: 'info', destination: devNull() }), false)],
@@ -93,9 +82,10 @@ const cases: Array<[name: string, fn: (k: number, start: number) => void]> = [
     serializers: { req: (r: { method?: unknown }) => ({ method: r?.method }), res: (r: { status?: unknown }) => ({ status: r?.status }) },
   }, devNull()), false)],
   ['no_write', loggerCase(createLogger({ level: 'info', destination: { write: () => {} } satisfies DestinationStream }), false)],
-  ['joined_writer', loggerCase(createLogger({ level: 'info', destination: joinedWriter() }), false)],
+  ['sonic_boom', loggerCase(createLogger({ level: 'info', destination: sonicBoom() }), false)],
   ['level_warn', loggerCase(createLogger({ level: 'warn', destination: devNull() }), false)],
   ['counter', count],
+  ['metrics', (k, start) => requests.observe(ROUTES[k & 3]!, 200, Math.round((performance.now() - start) * 1000))],
   ['stringify', (k, start) => { sink += JSON.stringify(line(k, start, false)).length }],
 ]
 

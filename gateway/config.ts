@@ -36,6 +36,9 @@ export const EnvSchema = Type.Object({
   RETENTION_DAYS: Type.Optional(Int),
   TRUSTED_PROXY: Type.Optional(Type.String({ minLength: 1 })),
   SHUTDOWN_GRACE_SECONDS: Type.Optional(Int),
+  RECORD_FLUSH_MS: Type.Optional(Int),
+  METRICS_PORT: Type.Optional(Type.Union([Int, Type.Literal('off')])),
+  ACCESS_LOG: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('failures')])),
   LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)))),
 })
 type Env = Static<typeof EnvSchema>
@@ -64,6 +67,12 @@ export interface Config {
   /** SIGTERM: how long in-flight work may drain (DECISIONS 1). */
   shutdownGraceSeconds: number
   logLevel: string
+  /** METRICS_PORT: the Prometheus listener's port on HOST (0: any free port), null when 'off'. */
+  metricsPort: number | null
+  /** RECORD_FLUSH_MS: the record writer's group-commit interval (default 10). */
+  recordFlushMs: number
+  /** ACCESS_LOG: 'all' writes a line per request; 'failures' only answers ≥ 400 and slow ones. */
+  accessLog: 'all' | 'failures'
 }
 
 export class ConfigError extends Error {}
@@ -88,6 +97,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = e.PORT !== undefined ? Number(e.PORT) : 8080
   if (port > 65535) throw new ConfigError('invalid configuration: PORT must be 0-65535')
   const host = e.HOST ?? '127.0.0.1'
+  const metricsPort = e.METRICS_PORT === 'off' ? null : e.METRICS_PORT !== undefined ? Number(e.METRICS_PORT) : 9464
+  if (metricsPort !== null && metricsPort > 65535) throw new ConfigError('invalid configuration: METRICS_PORT must be 0-65535 or off')
   const dataDir = resolve(e.DATA_DIR ?? './data')
   const provider = e.CPAAS_PROVIDER ?? (e.TELNYX_API_KEY ? 'telnyx' : 'sandbox')
   const signature = e.CPAAS_SIGNATURE ?? (provider === 'telnyx' ? 'telnyx-ed25519' : 'none')
@@ -145,6 +156,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustedProxies,
     shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS !== undefined ? Number(e.SHUTDOWN_GRACE_SECONDS) : 10,
     logLevel: e.LOG_LEVEL ?? 'info',
+    metricsPort,
+    recordFlushMs: e.RECORD_FLUSH_MS !== undefined ? Math.max(1, Number(e.RECORD_FLUSH_MS)) : 10,
+    accessLog: e.ACCESS_LOG ?? 'all',
   }
 }
 

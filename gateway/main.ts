@@ -3,7 +3,8 @@
 // in-process bus, so it needs nothing else installed.
 import { loadConfig, ConfigError } from './config.js'
 import { startService } from './service.js'
-import { installProcessPolicy } from './process-policy.js'
+import { flushStdout } from '../api/log.js'
+import { installProcessPolicy, installShutdown } from './process-policy.js'
 
 let config
 try {
@@ -18,12 +19,5 @@ try {
 
 const service = await startService({ config })
 installProcessPolicy(process, { log: service.log, close: () => service.close(), exit: code => process.exit(code) })
-let stopping = false
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (stopping) return
-    stopping = true
-    service.log.info({ signal }, 'shutting down')
-    service.close().then(() => process.exit(0), () => process.exit(1))
-  })
-}
+// Requests get SHUTDOWN_GRACE_SECONDS, the webhook attempts and the record writer as long again.
+installShutdown(process, { log: service.log, close: () => service.close(), exit: code => void flushStdout().finally(() => process.exit(code)), deadlineMs: (config.shutdownGraceSeconds * 2 + 5) * 1000 })

@@ -14,6 +14,35 @@ export interface ProcessLike {
   on(event: 'uncaughtException', fn: (err: Error) => void): unknown
 }
 
+export interface SignalProcess {
+  on(event: 'SIGTERM' | 'SIGINT', fn: (signal: NodeJS.Signals) => void): unknown
+}
+
+/**
+ * SIGTERM and SIGINT (issue 15): the graceful stop, once. `close` is RunningService.close()
+ * (readiness 503 and the listener closed at once, requests in flight finish within the grace, then
+ * webhook attempts, the record writer and the bus); exit 0 when it completes, 1 when it fails or
+ * overruns `deadlineMs` (the supervisor's SIGKILL would come next anyway; the journal keeps what
+ * the writer still held). A second signal while stopping changes nothing.
+ */
+export function installShutdown(proc: SignalProcess, o: { log: Logger; close: () => Promise<void>; exit: (code: number) => void; deadlineMs: number }): { readonly stopping: boolean } {
+  const state = { stopping: false }
+  const stop = (signal: NodeJS.Signals) => {
+    if (state.stopping) { o.log.info({ signal }, 'already shutting down'); return }
+    state.stopping = true
+    o.log.info({ signal }, 'shutting down')
+    const timer = setTimeout(() => { o.log.error({ code: 'shutdown-deadline', ms: o.deadlineMs }, 'shutdown overran its deadline; exiting'); o.exit(1) }, o.deadlineMs)
+    timer.unref()
+    o.close().then(
+      () => { clearTimeout(timer); o.exit(0) },
+      err => { clearTimeout(timer); o.log.error({ code: 'shutdown-failed', error: err }, 'shutdown failed'); o.exit(1) },
+    )
+  }
+  proc.on('SIGTERM', stop)
+  proc.on('SIGINT', stop)
+  return state
+}
+
 export interface ProcessPolicy {
   /** Unhandled rejections seen since start. */
   readonly unhandled: number

@@ -21,7 +21,7 @@ import { billingRoutes } from '../api/routes/billing.js'
 import { configRoutes } from '../api/routes/config.js'
 import { cpaasRoutes } from '../api/routes/cpaas.js'
 import { deviceRoutes } from '../api/routes/devices.js'
-import { healthRoutes } from '../api/routes/health.js'
+import { healthRoutes, readinessRoute, type Readiness } from '../api/routes/health.js'
 import { numberRoutes } from '../api/routes/numbers.js'
 import { openapiRoute } from '../api/routes/openapi.js'
 import { callRoutes, sessionRoutes } from '../api/routes/sessions.js'
@@ -55,6 +55,7 @@ import { TelnyxProvider } from './cpaas/telnyx-provider.js'
 import { createDispatcher } from './webhooks/dispatcher.js'
 import { registerStream, type Stream } from './stream/stream.js'
 import { streamTokenVerifier } from './stream/auth.js'
+import { createServiceMetrics, listenMetrics, type ServiceMetrics } from './metrics.js'
 
 export interface StartOptions {
   config: Config
@@ -84,6 +85,13 @@ export interface RunningService {
   expireDue(): Promise<number>
   /** Resolves once every call and SMS record operation queued so far is in Postgres. */
   flushRecords(): Promise<void>
+  /** The Prometheus registry and its listener's port (null: METRICS_PORT=off or not bound). */
+  metrics: ServiceMetrics
+  metricsPort: number | null
+  /** booting → ready → draining (GET /v1/health/ready). */
+  readiness(): Readiness
+  /** The graceful stop (SIGTERM): readiness 503 and the listener closed at once, in-flight requests
+   * finish (SHUTDOWN_GRACE_SECONDS), then the webhook attempts, the record writer and the bus. */
   close(): Promise<void>
 }
 
@@ -93,6 +101,7 @@ const DAY_MS = 86_400_000
 const TENANT_RESYNC_MS = 30_000
 const ANNOUNCE_WAIT_MS = 250
 const sqlPing = sql.unsafe`SELECT 1`
+const outboxBacklog = sql.unsafe`SELECT count(*) FROM outbox WHERE done_at IS NULL`
 
 export async function startService(opts: StartOptions): Promise<RunningService> {
   const t0 = performance.now()
@@ -101,10 +110,23 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
   const log = createLogger({ level: cfg.logLevel, ...(opts.logDestination ? { destination: opts.logDestination } : {}) })
   const nodeId = `${hostname()}-${process.pid}-${uuidv7().slice(-6)}`
   const onError = (component: string) => (code: string) => log.warn({ component, code }, 'recoverable error')
+  let readiness: Readiness = 'booting'
+  const metrics = createServiceMetrics()
+  metrics.sources.ready = () => readiness === 'ready'
 
   const db = opts.db ?? await openDatabase({ databaseUrl: cfg.databaseUrl, dataDir: cfg.dataDir, onError: onError('db') })
   const closers: Array<() => Promise<unknown> | unknown> = opts.db ? [] : [() => db.close()]
+  let metricsPort: number | null = null
   try {
+    // The metrics listener opens first: a slow boot shows on it (maskline_ready 0). It is not
+    // worth refusing traffic for: a port in use is logged and the service runs without it.
+    if (cfg.metricsPort !== null) {
+      const m = await listenMetrics(metrics.registry, cfg.host, cfg.metricsPort).catch(err => {
+        log.warn({ code: 'metrics-listen', port: cfg.metricsPort, error: err }, 'metrics listener not started')
+        return null
+      })
+      if (m) { metricsPort = m.port; closers.push(() => m.close()) }
+    }
     await migrate(db.pool)
     await seedNumbers(db.pool, cfg.numberPool, cfg.provider)
 
@@ -117,7 +139,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     let fanOutLate: (envs: EventEnvelope[]) => void = () => {}
     let countLate: (envs: EventEnvelope[]) => void = () => {}
     const records = createRecordWriter(db.pool, {
-      journal, onError: onError('records'), announce: envs => { countLate(envs); fanOutLate(envs) },
+      flushMs: cfg.recordFlushMs, journal, onError: onError('records'), announce: envs => { countLate(envs); fanOutLate(envs) },
     })
     closers.unshift(() => records.close(cfg.shutdownGraceSeconds * 1000))
     if (leftovers.batches.length > 0) {
@@ -181,7 +203,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
 
     let stream: Stream | null = null
     const dispatcher = createDispatcher({
-      pool: db.pool, log, now, allowInsecure: cfg.webhookAllowInsecure, secrets: createSecretCipher(cfg.phoneKey),
+      pool: db.pool, log, now, onOutcome: metrics.webhook, allowInsecure: cfg.webhookAllowInsecure, secrets: createSecretCipher(cfg.phoneKey),
     })
 
     /** After a commit on this node: local WebSocket clients, the other nodes, the webhook dispatcher. */
@@ -241,7 +263,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     services.cpaasHealth = () => provider.health()
     const telephony = createTelephony({
       engine, tenants, hashParty, records, callCounter, provider, sandbox: cfg.provider === 'sandbox', log, now,
-      publicBaseUrl: cfg.publicBaseUrl,
+      publicBaseUrl: cfg.publicBaseUrl, countCallback: metrics.callback,
     })
     const verifier = createSignatureVerifier({
       mode: cfg.signature, publicBaseUrl: cfg.publicBaseUrl, now,
@@ -269,7 +291,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
 
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
-      ...webhookRoutes, ...healthRoutes, ...cpaasRoutes(telephony),
+      ...webhookRoutes, ...healthRoutes, readinessRoute(() => readiness), ...cpaasRoutes(telephony),
       ...analyticsRoutes, ...billingRoutes,
     ]
     const http = createHttpApp({
@@ -277,15 +299,32 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       routes: [...routes, openapiRoute(routes)],
       checkResponses: opts.checkResponses ?? false,
       verifyCallback: req => verifier.verify(req),
+      metrics: metrics.requests,
+      accessLog: cfg.accessLog,
       ws: app => {
         stream = registerStream(app, {
           verifyTenantToken: streamTokenVerifier(services.authenticator),
-          log, publicBaseUrl: cfg.publicBaseUrl, now,
+          log, publicBaseUrl: cfg.publicBaseUrl, now, onClose: metrics.streamClosed,
         })
       },
     })
     const port = await http.listen(cfg.host, cfg.port)
-    closers.unshift(() => { stream?.closeAll(); return http.close(500) })
+    // WebSocket clients get 1001 at once; requests in flight get SHUTDOWN_GRACE_SECONDS.
+    let httpClosing: Promise<void> | null = null
+    const closeHttp = () => (httpClosing ??= (stream?.closeAll(), http.close(cfg.shutdownGraceSeconds * 1000)))
+    closers.unshift(closeHttp)
+    Object.assign(metrics.sources, {
+      liveSessions: () => engine.size(),
+      poolCounts: () => engine.poolCounts(now()),
+      recordWriter: () => records.stats(),
+      recordFlush: async () => {
+        const t = performance.now()
+        return await orAfter(records.flush(), 1_000, 'late') === 'late' ? 1 : (performance.now() - t) / 1000
+      },
+      outboxBacklog: () => orAfter(db.pool.oneFirst(outboxBacklog).then(Number), 1_000, NaN),
+      streamClients: () => stream?.connectionCount() ?? 0,
+      breakers: () => provider.health(),
+    } satisfies typeof metrics.sources)
 
     // Sessions that expired while the process was down expire now, once (the database decides).
     let sweeping: Promise<number> = runner.expireDue()
@@ -305,8 +344,9 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     daily.unref()
     closers.unshift(() => clearInterval(daily))
 
+    readiness = 'ready'
     const ms = Math.round(performance.now() - t0)
-    log.info({ port, db: db.kind, bus: bus.kind, provider: cfg.provider, signature: cfg.signature, liveSessions, bootMs: ms }, 'listening')
+    log.info({ port, metricsPort, db: db.kind, bus: bus.kind, provider: cfg.provider, signature: cfg.signature, liveSessions, bootMs: ms }, 'listening')
     return {
       port,
       url: `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`,
@@ -318,10 +358,22 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       boot: { ms, liveSessions },
       expireDue: () => (sweeping = sweeping.then(() => runner.expireDue())),
       flushRecords: () => records.flush(),
+      metrics,
+      metricsPort,
+      readiness: () => readiness,
       async close() {
+        if (readiness !== 'draining') {
+          readiness = 'draining'
+          // What the drain starts with: the requests answered while it runs, and the record
+          // operations that must reach Postgres before the exit (the SIGTERM test reads this line).
+          log.info({ inFlight: http.inFlight(), recordsPending: records.stats().pending }, 'draining')
+        }
+        const t = performance.now()
+        void closeHttp() // the listener closes now, not after the closers before it
         for (const c of closers) {
           try { await c() } catch { /* keep closing the rest */ }
         }
+        log.info({ ms: Math.round(performance.now() - t), recordsPending: records.stats().pending }, 'drained')
       },
     }
   } catch (err) {

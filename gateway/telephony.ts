@@ -42,7 +42,11 @@ export interface TelephonyDeps {
   now: () => number
   /** How long an inbound SMS may wait for its forward before the answer is 503 (DECISIONS 5: 2 s). */
   smsBudgetMs?: number
+  /** Counts each voice and SMS routing outcome (metrics). */
+  countCallback?: (channel: 'voice' | 'sms', outcome: 'routed' | 'rejected' | 'expired_behaviour' | 'unknown_proxy') => void
 }
+
+const OUTCOME = { 'connect': 'routed', 'direction-not-allowed': 'rejected', 'no-session': 'expired_behaviour', 'unknown-proxy': 'unknown_proxy' } as const
 
 const XML = 'application/xml'
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -133,6 +137,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     if (!callSid || !from || !to) return { status: 400, body: EMPTY_RESPONSE, contentType: XML }
     const now = d.now()
     const dec = d.engine.route(to, from, now)
+    d.countCallback?.('voice', OUTCOME[dec.kind])
     if (dec.kind === 'connect' || dec.kind === 'direction-not-allowed') {
       let callId = calls.get(callSid)
       if (callId === undefined) {
@@ -280,6 +285,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     if (cb.kind === 'ignored' || forwarded.get(cb.messageId)) return ok
     const now = d.now()
     const dec = d.engine.route(cb.to, cb.from, now)
+    d.countCallback?.('sms', OUTCOME[dec.kind])
     // Not matched or direction not allowed: dropped, no record (DECISIONS 5).
     if (dec.kind !== 'connect') return ok
     let run = forwarding.get(cb.messageId)

@@ -55,3 +55,26 @@ export const healthRoutes: RouteDef[] = [
     },
   }),
 ]
+
+const ReadyView = Type.Object({
+  status: StringEnum(['ready', 'booting', 'draining']),
+  timestamp: Timestamp,
+})
+
+export type Readiness = 'ready' | 'booting' | 'draining'
+
+/**
+ * Issue 15: readiness, apart from liveness (`/v1/health`). 503 until the boot has finished (the
+ * engine holds every live session before anything listens; the first expiry sweep and the webhook
+ * dispatcher still run after), and 503 from the moment SIGTERM starts the drain.
+ */
+export function readinessRoute(state: () => Readiness): RouteDef {
+  return route({
+    method: 'GET', path: '/v1/health/ready', auth: 'none', summary: 'Readiness: 200 when taking traffic, 503 while booting or draining',
+    response: { 200: ReadyView, 503: ReadyView }, problems: [],
+    handler(req) {
+      const status = state()
+      return { status: status === 'ready' ? 200 : 503, body: { status, timestamp: new Date(req.services.now()).toISOString() } }
+    },
+  })
+}

@@ -33,6 +33,10 @@ export interface HttpAppOptions {
   app?: TemplatedApp
   /** Checks the provider's signature of a `signed` route (DECISIONS 5); required when one is routed. */
   verifyCallback?: (req: SignedRequest) => VerifyResult
+  /** Counts every answer by route pattern and status class (gateway/metrics.ts). */
+  metrics?: { observe(route: string | null, status: number, us: number): void }
+  /** 'failures': access lines only for answers ≥ 400, aborted and slow ones (README, "Access log"). */
+  accessLog?: 'all' | 'failures'
 }
 
 export interface HttpApp {
@@ -40,6 +44,8 @@ export interface HttpApp {
   listen(host: string, port: number): Promise<number>
   /** Stops accepting, lets in-flight requests finish (up to `graceMs`), then closes every socket. */
   close(graceMs?: number): Promise<void>
+  /** Requests being handled now. */
+  inFlight(): number
 }
 
 interface Env {
@@ -53,7 +59,14 @@ interface Env {
   verifyCallback: ((req: SignedRequest) => VerifyResult) | null
   inFlight: number
   drained: (() => void) | null
+  metrics: { observe(route: string | null, status: number, us: number): void } | null
+  logAll: boolean
+  /** Draining (close()): every answer closes its connection, so keep-alive clients reconnect elsewhere. */
+  draining: boolean
 }
+
+/** With ACCESS_LOG=failures, a success slower than this is logged all the same. */
+const SLOW_US = 250_000
 
 
 const JSON_TYPE = 'application/json'
@@ -74,6 +87,9 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     verifyCallback: opts.verifyCallback ?? null,
     inFlight: 0,
     drained: null,
+    metrics: opts.metrics ?? null,
+    logAll: (opts.accessLog ?? 'all') === 'all',
+    draining: false,
   }
   const app = opts.app ?? uWS.App()
   const methodsByPath = new Map<string, string[]>()
@@ -105,7 +121,9 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
         })
       })
     },
+    inFlight: () => env.inFlight,
     async close(graceMs = 5_000) {
+      env.draining = true
       if (listenSocket) uWS.us_listen_socket_close(listenSocket)
       listenSocket = null
       if (env.inFlight > 0) {
@@ -113,6 +131,9 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
           const timer = setTimeout(resolve, graceMs)
           env.drained = () => { clearTimeout(timer); resolve() }
         })
+        // The last answers were written with `Connection: close`: a moment for them to leave
+        // before every socket is closed.
+        await new Promise(resolve => setTimeout(resolve, 50))
       }
       // Keep-alive and WebSocket connections: uWS 20.30 has app.close(), its typings do not.
       ;(app as TemplatedApp & { close?: () => void }).close?.()
@@ -302,7 +323,7 @@ function errorOut(env: Env, err: unknown): Outgoing {
 }
 
 function finish(env: Env, route: string | null, res: HttpResponse, c: Captured, out: Outgoing, auth: AuthContext | null, close = false, failure: unknown = null): void {
-  if (close) out.close = true
+  if (close || env.draining) out.close = true
   if (!c.aborted) {
     try {
       send(res, out)
@@ -311,16 +332,24 @@ function finish(env: Env, route: string | null, res: HttpResponse, c: Captured, 
       env.log.warn({ code: 'write-failed', error: err }, 'response not written')
     }
   }
+  const us = Math.round((performance.now() - c.start) * 1000)
+  env.metrics?.observe(route, out.status, us)
+  // ACCESS_LOG=failures: successes are counted (above), not written, unless slow.
+  if (!env.logAll && out.status < 400 && !c.aborted && us < SLOW_US) {
+    if (--env.inFlight === 0 && env.drained) env.drained()
+    return
+  }
   const line: Record<string, unknown> = {
     method: c.method,
     route,
     status: out.status,
-    us: Math.round((performance.now() - c.start) * 1000),
+    us,
   }
   if (auth) line.tenantId = auth.tenantId
   if (out.instance) line.instance = out.instance
   if (c.aborted) line.aborted = true
-  if (out.status >= 500) env.log.error({ ...line, error: failure }, 'request failed') // the serializer keeps name, code, frames
+  if (out.status >= 500 && (failure !== null || out.status !== 503)) env.log.error({ ...line, error: failure }, 'request failed') // the serializer keeps name, code, frames
+  else if (out.status >= 500) env.log.warn(line, 'request refused') // a 503 the route answers by design (readiness, SMS retry, store down)
   else env.log.info(line, 'request')
   if (--env.inFlight === 0 && env.drained) env.drained()
 }

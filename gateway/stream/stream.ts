@@ -38,6 +38,8 @@ export interface StreamOptions {
   publicBaseUrl?: string
   /** Clock for token expiry (epoch ms). */
   now?: () => number
+  /** Told of every client closed, with its close code (metrics). */
+  onClose?: (code: number) => void
 }
 
 export interface Stream {
@@ -149,6 +151,7 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
       const data = ws.getUserData()
       if (data.expiryTimer) clearTimeout(data.expiryTimer)
       sockets.delete(ws)
+      opts.onClose?.(code)
       log.debug({ tenantId: data.tenantId, code }, 'stream closed')
     },
   })

@@ -47,6 +47,8 @@ export interface DispatcherOptions {
   concurrency?: number
   pollIntervalMs?: number
   newId?: () => string
+  /** Counts each attempt's outcome (metrics). */
+  onOutcome?: (outcome: 'delivered' | 'retry' | 'failed' | 'skipped' | 'error') => void
 }
 
 export interface Dispatcher {
@@ -75,6 +77,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     const cfg = await getWebhookConfig(pool, ev.tenantId)
     if (!cfg || (!alwaysDelivered(ev) && !cfg.events.includes(ev.type))) {
       await markDone(pool, ev, 'skipped', now())
+      opts.onOutcome?.('skipped')
       return
     }
     const body = JSON.stringify(ev.envelope)
@@ -103,6 +106,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
           : await markRetry(tx, ev, completedAt + schedule[ev.attempts]!)
       if (!ours) log.warn({ tenantId: ev.tenantId, eventId: ev.id }, 'webhook lease lost during attempt')
     })
+    opts.onOutcome?.(success ? 'delivered' : finalAttempt ? 'failed' : 'retry')
     // Never the URL (its query may hold a tenant's token) nor the secret.
     const line = { tenantId: ev.tenantId, eventId: ev.id, type: ev.type, attempt: ev.attempts, statusCode: result.statusCode, code: error }
     if (success) log.debug(line, 'webhook delivered')
@@ -115,6 +119,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       await deliver(ev)
     } catch (err) {
       // The lease lapses and the event is claimed again: at least once.
+      opts.onOutcome?.('error')
       log.error({ err, eventId: ev.id }, 'webhook dispatch error')
     }
   }
