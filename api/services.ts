@@ -69,8 +69,13 @@ export interface Services {
    * change is answered for once the promise settles (the other nodes have been told).
    */
   onTenantChanged?: (tenant: TenantRouting) => void | Promise<void>
-  /** Filled in by the composition root; typed loosely here so api/ does not import gateway/. */
-  [extra: string]: unknown
+  /** The webhook dispatcher (gateway/webhooks/dispatcher.ts), told to poll after a route wrote outbox rows. */
+  webhookDispatcher?: WebhookWake
+}
+
+/** What the routes need of the webhook dispatcher (structural, so api/ imports nothing of gateway/). */
+export interface WebhookWake {
+  wake(): void
 }
 
 export function sessionsOf(s: Services): SessionCommands {

@@ -74,9 +74,8 @@ function cipherOf(s: Services): SecretCipher {
   return c
 }
 
-/** The composition root puts the dispatcher on services as `webhookDispatcher`. */
 function wakeDispatcher(s: Services): void {
-  (s['webhookDispatcher'] as { wake?: () => void } | undefined)?.wake?.()
+  s.webhookDispatcher?.wake()
 }
 
 const tenantOf = (req: ApiRequest): string => req.auth!.tenantId
