@@ -27,6 +27,7 @@ export const SWEEP_MS = 30_000
 /** After a gap, one more sweep this much later (publishers still reconnecting). */
 const TRAILING_SWEEP_MS = 3_000
 const LOAD_BATCH = 500
+const CLOSE_WAIT_MS = 1_000
 
 export interface ReconcilerDeps {
   db: Db
@@ -153,7 +154,8 @@ export function createReconciler(d: ReconcilerDeps) {
       closed = true
       clearInterval(periodic)
       for (const t of timers) clearTimeout(t)
-      await sweeping
+      // A sweep hung on an unreachable Postgres must not hold the shutdown up (its result is moot).
+      await Promise.race([sweeping, new Promise(r => setTimeout(r, CLOSE_WAIT_MS).unref())])
     },
   }
 }
