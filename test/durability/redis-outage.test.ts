@@ -99,7 +99,9 @@ t.test('a Redis outage costs the request path nothing', { timeout: 180_000, skip
   void svc.exited.then(() => { exited = true })
   const url = svc.url
 
-  // One tenant, on ENTERPRISE so the load stays far under its limit (the tier is read through a 5 s cache).
+  // One tenant, on ENTERPRISE so the load stays far under its limit. The tier is changed in SQL and
+  // announced on the bus as another node would after changing it (the tenant directory reloads a
+  // tenant on that message; an unannounced SQL edit only reaches it with the 30 s resync).
   const email = `outage-${randomBytes(4).toString('hex')}@example.test`
   const password = 'correct horse battery staple'
   const signup = await request(url, 'POST', '/v1/auth/signup', { body: { companyName: `Outage ${randomBytes(4).toString('hex')}`, email, password } })
@@ -110,6 +112,12 @@ t.test('a Redis outage costs the request path nothing', { timeout: 180_000, skip
     await db.pool.query(sql.unsafe`UPDATE tenants SET tier = 'ENTERPRISE' WHERE id = ${tenantId}`)
   } finally {
     await db.close()
+  }
+  const announcer = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+  try {
+    await announcer.xadd('maskline:bus', '*', 'n', 'test-operator', 'm', JSON.stringify({ kind: 'tenant', id: tenantId }))
+  } finally {
+    announcer.disconnect()
   }
   const tok = await request(url, 'POST', '/v1/auth/token', { body: { apiKey, apiSecret } })
   t.equal(tok.status, 200, 'token exchange with Redis up')
