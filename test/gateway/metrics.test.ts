@@ -7,6 +7,7 @@ import t from 'tap'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { startTestService } from '../support/service.js'
+import { connectWs } from '../support/ws-client.js'
 
 interface Sample { name: string; labels: Record<string, string>; value: number }
 interface Family { type: string; help: string; samples: Sample[] }
@@ -181,6 +182,18 @@ t.test('GET /metrics on METRICS_PORT: request histograms by route pattern, callb
   }
   t.equal(delivered, 1, 'the webhook delivery counted')
   t.equal(value(f, 'maskline_stream_clients', 'maskline_stream_clients'), 0)
+  // A stream client: counted while connected, its close counted by reason.
+  const ws = await connectWs(`${s.url}/v1/stream`, { headers: { authorization: `Bearer ${acct.token}` } })
+  const scrape = async () => parseExposition(await s.svc.metrics.registry.metrics())
+  t.equal(value(await scrape(), 'maskline_stream_clients', 'maskline_stream_clients'), 1, 'one stream client')
+  ws.close(1000)
+  await ws.closed
+  let normal = 0
+  for (let i = 0; i < 50 && normal < 1; i++) {
+    normal = value(await scrape(), 'maskline_stream_closes_total', 'maskline_stream_closes_total', { reason: 'normal' }) ?? 0
+    if (normal < 1) await new Promise(r => setTimeout(r, 20))
+  }
+  t.equal(normal, 1, 'its close counted as normal')
   t.equal(value(f, 'maskline_circuit_breaker_state', 'maskline_circuit_breaker_state', { provider: 'sandbox', state: 'CLOSED' }), 1)
   t.equal(value(f, 'maskline_circuit_breaker_state', 'maskline_circuit_breaker_state', { provider: 'sandbox', state: 'OPEN' }), 0)
   t.equal(value(f, 'maskline_ready', 'maskline_ready'), 1)
