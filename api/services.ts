@@ -56,8 +56,8 @@ export interface Services {
   authenticator: Authenticator
   sessions?: SessionCommands
   tenants?: TenantLookup
-  /** Sliding-window limiter (spec 8). Set it to the Redis one with REDIS_URL; in-memory otherwise. */
-  rateLimiter?: RateLimiter
+  /** Sliding-window limiter (spec 8): api/rate-limit/limiter.ts composeRateLimiter, over Redis with REDIS_URL. */
+  rateLimiter: RateLimiter
   /** Pool counts per region and provider (spec 4.8) from the engine; counted in Postgres otherwise. */
   poolCounts?: () => PoolEntry[]
   /** Health probes (spec 4.11); a Postgres ping and redis 'disabled' otherwise. */

@@ -24,6 +24,7 @@ import type { Services } from '../api/services.js'
 import { createAuthenticator } from '../api/auth/authenticate.js'
 import { issueToken, keyId, verifyToken } from '../api/auth/tokens.js'
 import { createMemoryRateLimiter } from '../api/rate-limit/memory.js'
+import { composeRateLimiter } from '../api/rate-limit/limiter.js'
 import { TenantView } from '../api/schemas/common.js'
 import { createHttpApp } from '../gateway/http/app.js'
 import { compilePicker } from '../gateway/http/serialize.js'
@@ -39,9 +40,10 @@ function fakeServices(): Services {
   // Nothing reaches the database: the tenant is loaded once into the authenticator's directory.
   const db = {} as unknown as DatabasePool
   const inner = createMemoryRateLimiter({ now: Date.now })
+  const log = createLogger({ destination: pino.destination({ dest: '/dev/null', sync: false }) })
   return {
     config: { publicBaseUrl: 'http://127.0.0.1', nodeId: 'bench', cooldownSeconds: 900, retentionDays: 90, webhookAllowInsecure: false },
-    log: createLogger({ destination: pino.destination({ dest: '/dev/null', sync: false }) }),
+    log,
     db,
     jwtSecret: SECRET,
     phoneKey: randomBytes(32),
@@ -49,7 +51,7 @@ function fakeServices(): Services {
     now: Date.now,
     authenticator: createAuthenticator({ jwtSecret: SECRET, now: Date.now, loadTenant: async id => ({ id, status: 'ACTIVE', tier: 'ENTERPRISE', salt: Buffer.alloc(32) }) }),
     // The real limiter, with a ceiling no run reaches: the admitted path is what is measured.
-    rateLimiter: { hit: (key, _limit, windowMs) => inner.hit(key, 1e9, windowMs) },
+    rateLimiter: composeRateLimiter({ shared: { hit: (key: string, _limit: number, windowMs: number) => inner.hit(key, 1e9, windowMs) }, now: Date.now, log }),
   }
 }
 

@@ -15,6 +15,7 @@ import { uuidv7 } from '../api/vocabulary/ids.js'
 import { createLogger } from '../api/log.js'
 import { createAuthenticator } from '../api/auth/authenticate.js'
 import { createRedisRateLimiter } from '../api/rate-limit/redis.js'
+import { composeRateLimiter } from '../api/rate-limit/limiter.js'
 import { analyticsRoutes } from '../api/routes/analytics.js'
 import { authRoutes } from '../api/routes/auth.js'
 import { billingRoutes } from '../api/routes/billing.js'
@@ -234,7 +235,9 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
         redis: redis ? await orAfter(redis.ping().then(r => (r === 'PONG' ? 'ok' : 'down'), () => 'down'), 2_000, 'down') : 'disabled',
       }),
       onTenantChanged: (t: TenantRouting) => tenants.changedHere(t),
-      ...(redis ? { rateLimiter: createRedisRateLimiter({ redis, now, ...(opts.rateLimitPrefix ? { prefix: opts.rateLimitPrefix } : {}) }) } : {}),
+      rateLimiter: composeRateLimiter({
+        shared: redis ? createRedisRateLimiter({ redis, now, ...(opts.rateLimitPrefix ? { prefix: opts.rateLimitPrefix } : {}) }) : undefined, now, log,
+      }),
     }
 
     fanOutLate = fanOut

@@ -11,7 +11,6 @@
 // account, whose hit is refused: across N nodes, at most N - 1 password checks pass the limit.
 import { createHash } from 'node:crypto'
 import type { Services } from '../services.js'
-import { rateLimiterOf } from '../rate-limit/limiter.js'
 import { ApiProblem } from '../route.js'
 
 export const ACCOUNT_FAILURE_LIMIT = 10
@@ -53,7 +52,7 @@ export function refuseLockedAccount(s: Services, key: string): void {
 
 /** Counts a failed sign-in; the one that reaches the limit locks the account on this node. */
 export async function recordFailedSignIn(s: Services, key: string): Promise<void> {
-  const d = await rateLimiterOf(s).hit(key, ACCOUNT_FAILURE_LIMIT, ACCOUNT_WINDOW_MS)
+  const d = await s.rateLimiter.hit(key, ACCOUNT_FAILURE_LIMIT, ACCOUNT_WINDOW_MS)
   // No decision (Redis down): the per-address throttle already refuses sign-ins meanwhile.
   if (d.unavailable || (d.allowed && d.remaining > 0)) return
   const locks = locksOf(s)

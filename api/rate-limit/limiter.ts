@@ -1,7 +1,7 @@
 // Sliding-window request limits (spec 8.1, 8.3, 8.4). A request is admitted when fewer than
 // `limit` requests were admitted under the same key in the last `windowMs`; refused requests are
 // not counted, so a client that backs off recovers as the window slides.
-import type { Services } from '../services.js'
+import type { Logger } from 'pino'
 import { createMemoryRateLimiter } from './memory.js'
 
 export const WINDOW_MS = 60_000
@@ -18,7 +18,7 @@ export interface RateDecision {
   /** Epoch ms when the oldest request in the window ages out. */
   resetAt: number
   /**
-   * The limiter could not decide (Redis unreachable or too slow, see rateLimiterOf): `allowed` is
+   * The limiter could not decide (Redis unreachable or too slow, see composeRateLimiter): `allowed` is
    * true and no headers are sent, so the tenant limit fails open; the credential throttles of
    * api/routes/auth.ts must check this and refuse (fail closed).
    */
@@ -52,23 +52,16 @@ export const LIMITER_TIMEOUT_MS = 100
 /** At most one warning line per this many ms while the limiter keeps failing (with a count). */
 const WARN_EVERY_MS = 1_000
 
-const byServices = new WeakMap<object, { source: RateLimiter | undefined; limiter: RateLimiter }>()
-
 /**
- * `services.rateLimiter` when the composition root set one (Redis), else one in-memory limiter per
- * Services. The shared one is guarded: a throw, a rejection or no answer within
- * LIMITER_TIMEOUT_MS becomes an `unavailable` decision, never an error or a wait.
+ * The limiter a composition root puts on Services: the shared one (Redis) when there is one, else
+ * an in-memory limiter of this process. The shared one is guarded: a throw, a rejection or no
+ * answer within LIMITER_TIMEOUT_MS becomes an `unavailable` decision, never an error or a wait.
  */
-export function rateLimiterOf(services: Services): RateLimiter {
-  const source = services.rateLimiter
-  const known = byServices.get(services)
-  if (known && known.source === source) return known.limiter
-  const limiter = source ? guardLimiter(source, services) : createMemoryRateLimiter({ now: () => services.now() })
-  byServices.set(services, { source, limiter })
-  return limiter
+export function composeRateLimiter(o: { shared?: RateLimiter | undefined; now: () => number; log: Pick<Logger, 'warn' | 'info'> }): RateLimiter {
+  return o.shared ? guardLimiter(o.shared, o) : createMemoryRateLimiter({ now: o.now })
 }
 
-function guardLimiter(inner: RateLimiter, services: Services): RateLimiter {
+function guardLimiter(inner: RateLimiter, services: { now: () => number; log: Pick<Logger, 'warn' | 'info'> }): RateLimiter {
   let undecided = 0 // since the last warning line
   let failing = false
   let lastWarn = -Infinity

@@ -3,7 +3,7 @@
 // Time comes from the caller (an injectable clock; nodes are NTP-synchronised). Keys expire
 // with the window, so idle tenants leave nothing behind.
 // Give it a connection without an offline queue (gateway/service.ts): while Redis is unreachable
-// a command then fails at once instead of waiting for the reconnect, and rateLimiterOf
+// a command then fails at once instead of waiting for the reconnect, and composeRateLimiter
 // (limiter.ts) turns failures and slow answers into an `unavailable` decision (issue 18).
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import { uuidv7 } from '../vocabulary/ids.js'
 import { route, ApiProblem, type RouteDef } from '../route.js'
 import { Email, Tier, UserView, Uuid, StringEnum } from '../schemas/common.js'
-import { rateLimitHeaders, rateLimiterOf, LOGIN_LIMIT_PER_IP, TOKEN_LIMIT_PER_KEY, WINDOW_MS } from '../rate-limit/limiter.js'
+import { rateLimitHeaders, LOGIN_LIMIT_PER_IP, TOKEN_LIMIT_PER_KEY, WINDOW_MS } from '../rate-limit/limiter.js'
 import { apiKeyHash, newCredentials } from '../auth/credentials.js'
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../auth/passwords.js'
 import { accountKey, recordFailedSignIn, refuseLockedAccount } from '../auth/account-throttle.js'
@@ -51,7 +51,7 @@ const THROTTLE_DOWN_RETRY_AFTER_S = 2
  * closed: when the limiter cannot decide (Redis down), 503 + Retry-After, at once.
  */
 async function throttle(services: Services, key: string, limit: number): Promise<Record<string, string>> {
-  const d = await rateLimiterOf(services).hit(key, limit, WINDOW_MS)
+  const d = await services.rateLimiter.hit(key, limit, WINDOW_MS)
   if (d.unavailable) {
     throw new ApiProblem('unavailable', 'Attempts cannot be counted right now; retry shortly', { headers: { 'retry-after': String(THROTTLE_DOWN_RETRY_AFTER_S) } })
   }

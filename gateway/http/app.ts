@@ -7,7 +7,7 @@ import type { Logger } from 'pino'
 import { TIER_LIMITS } from '../../engine/types.js'
 import type { Authenticator } from '../../api/auth/authenticate.js'
 import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
-import { rateLimitHeaders, rateLimiterOf, WINDOW_MS, type RateDecision, type RateLimiter } from '../../api/rate-limit/limiter.js'
+import { rateLimitHeaders, WINDOW_MS, type RateDecision, type RateLimiter } from '../../api/rate-limit/limiter.js'
 import { ApiProblem, type ApiReply, type ApiRequest, type AuthContext, type RouteDef } from '../../api/route.js'
 import type { Services } from '../../api/services.js'
 import { hasUnicodeEscape, isUtf8, uncleanTextAt, UNCLEAN_TEXT_DETAIL } from '../../api/text-guard.js'
@@ -81,7 +81,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     log: services.log,
     baseUrl: services.config.publicBaseUrl,
     auth: services.authenticator,
-    limiter: rateLimiterOf(services),
+    limiter: services.rateLimiter,
     checkResponses: opts.checkResponses ?? false,
     clientIp: clientIpResolver(services.config.trustedProxies),
     verifyCallback: opts.verifyCallback ?? null,

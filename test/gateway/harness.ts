@@ -7,6 +7,7 @@ import type { DatabasePool } from 'slonik'
 import { createLogger } from '../../api/log.js'
 import type { RouteDef } from '../../api/route.js'
 import type { Services } from '../../api/services.js'
+import { composeRateLimiter } from '../../api/rate-limit/limiter.js'
 import { authRoutes } from '../../api/routes/auth.js'
 import { configRoutes } from '../../api/routes/config.js'
 import { deviceRoutes } from '../../api/routes/devices.js'
@@ -98,6 +99,8 @@ export async function startApi(t: Test, opts: StartOptions = {}) {
     // The tenant directory as a node that has just booted: each tenant loaded on first use, then kept current.
     authenticator: createAuthenticator({ jwtSecret, phoneKey, now: clock.now, directory: new TenantDirectory(db) }),
     ...opts.services,
+    // guarded as the composition root guards it: a test's limiter stands for the shared (Redis) one
+    rateLimiter: composeRateLimiter({ shared: opts.services?.rateLimiter, now: clock.now, log }),
   }
   const routes = opts.routes ?? ownRoutes(opts.extraRoutes)
   const http = createHttpApp({ services, routes, checkResponses: true })

@@ -11,6 +11,7 @@ import { uuidv7 } from '../../api/vocabulary/ids.js'
 import { createLogger } from '../../api/log.js'
 import { issueToken } from '../../api/auth/tokens.js'
 import type { Services } from '../../api/services.js'
+import { composeRateLimiter } from '../../api/rate-limit/limiter.js'
 import { webhookRoutes } from '../../api/routes/webhooks.js'
 import { createHttpApp } from '../../gateway/http/app.js'
 import { createDispatcher } from '../../gateway/webhooks/dispatcher.js'
@@ -34,6 +35,7 @@ async function start(t: Test) {
     config: { publicBaseUrl: BASE, nodeId: 'test', cooldownSeconds: 900, retentionDays: 90, webhookAllowInsecure: false },
     log, db: db.pool, jwtSecret, phoneKey, hashParty: createPartyHasher(phoneKey), now: Date.now,
     authenticator: createAuthenticator({ jwtSecret, phoneKey, now: Date.now, directory: new TenantDirectory(db.pool) }),
+    rateLimiter: composeRateLimiter({ now: Date.now, log }),
   }
   const dispatcher = createDispatcher({
     pool: db.pool, log, now: Date.now, allowInsecure: true, secrets: createSecretCipher(phoneKey), pollIntervalMs: 60_000,
