@@ -11,7 +11,7 @@ import { write as fsWrite, writeSync } from 'node:fs'
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino'
 
 /** Lower-case key names never logged with their value. */
-export const SENSITIVE_KEYS: ReadonlySet<string> = new Set([
+const SENSITIVE_KEYS: ReadonlySet<string> = new Set([
   'authorization', 'cookie', 'set-cookie', 'password', 'apikey', 'apisecret', 'secret', 'token', 'accesstoken', 'refreshtoken',
   'phone', 'to', 'from', 'text', 'body', 'rawbody', 'headers', 'query', 'url', 'e164',
 ])
@@ -45,7 +45,7 @@ export function scrub(value: unknown, depth = 0): unknown {
 }
 
 /** What an error may say in a log line: its class, code and frames, never its message. */
-export function safeError(err: unknown): Record<string, unknown> {
+function safeError(err: unknown): Record<string, unknown> {
   if (!(err instanceof Error)) return { type: typeof err }
   const e = err as Error & { code?: unknown; constraint?: unknown }
   const out: Record<string, unknown> = { type: e.name }
@@ -84,7 +84,7 @@ export function createLogger(opts: LoggerSettings = {}): Logger {
  * whole pending buffer on every write, which cost ~2.7 µs a line (bench/access-log.bench.ts).
  * One process-wide instance, shared by every logger of the process.
  */
-export function stdoutDestination(): DestinationStream {
+function stdoutDestination(): DestinationStream {
   if (!stdout) {
     stdout = createAppendDestination({ fd: 1 })
     // pino's exit behaviour: what is pending is written synchronously when the process exits,

@@ -53,7 +53,7 @@ export interface ProblemDocument {
   errors?: FieldIssue[]
 }
 
-export function problemInstance(): string {
+function problemInstance(): string {
   return `urn:maskline:err:${uuidv7()}`
 }
 

@@ -13,7 +13,7 @@ export const UNCLEAN_TEXT_DETAIL = 'Text must be valid UTF-8 without NUL charact
 type WellFormed = string & { isWellFormed(): boolean }
 
 /** No NUL and no lone surrogate (a JSON `\ud800` escape cannot be encoded as UTF-8). */
-export function isCleanText(s: string): boolean {
+function isCleanText(s: string): boolean {
   return s.indexOf('\0') === -1 && (s as WellFormed).isWellFormed()
 }
 

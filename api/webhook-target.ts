@@ -8,7 +8,7 @@ import { checkWebhookUrl, isPublicAddress, type UrlRefusal } from './webhooks/ss
 import { ApiProblem } from './route.js'
 import type { Services } from './services.js'
 
-export const URL_ISSUES: Record<UrlRefusal, string> = {
+const URL_ISSUES: Record<UrlRefusal, string> = {
   'invalid-url': 'invalid_url',
   'insecure-scheme': 'https_required',
   'credentials-in-url': 'credentials_not_allowed',

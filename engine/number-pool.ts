@@ -5,7 +5,7 @@ import { e164Key } from './party-index.js'
 import type { TenantSlot } from './tenant-slot.js'
 import type { E164 } from './types.js'
 
-export class PoolGroup {
+class PoolGroup {
   total = 0
   inUse = 0
   readonly region: string

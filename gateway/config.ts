@@ -37,6 +37,8 @@ export const EnvSchema = Type.Object({
   TRUSTED_PROXY: Type.Optional(Type.String({ minLength: 1 })),
   SHUTDOWN_GRACE_SECONDS: Type.Optional(Int),
   RECORD_FLUSH_MS: Type.Optional(Int),
+  RECONCILE_MS: Type.Optional(Int),
+  BUS_MAXLEN: Type.Optional(Int),
   METRICS_PORT: Type.Optional(Type.Union([Int, Type.Literal('off')])),
   ACCESS_LOG: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('failures')])),
   LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)))),
@@ -73,6 +75,10 @@ export interface Config {
   recordFlushMs: number
   /** ACCESS_LOG: 'all' writes a line per request; 'failures' only answers ≥ 400 and slow ones. */
   accessLog: 'all' | 'failures'
+  /** RECONCILE_MS: the period of the reconciliation sweep from Postgres (docs/scaling.md; default 30 s). */
+  reconcileMs: number
+  /** BUS_MAXLEN: the approximate length the Redis bus stream is trimmed to (default 100,000). */
+  busMaxLen: number
 }
 
 export class ConfigError extends Error {}
@@ -159,6 +165,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsPort,
     recordFlushMs: e.RECORD_FLUSH_MS !== undefined ? Math.max(1, Number(e.RECORD_FLUSH_MS)) : 10,
     accessLog: e.ACCESS_LOG ?? 'all',
+    reconcileMs: e.RECONCILE_MS !== undefined ? Math.max(100, Number(e.RECONCILE_MS)) : 30_000,
+    busMaxLen: e.BUS_MAXLEN !== undefined ? Math.max(100, Number(e.BUS_MAXLEN)) : 100_000,
   }
 }
 

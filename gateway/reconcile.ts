@@ -161,14 +161,3 @@ export function createReconciler(d: ReconcilerDeps) {
 }
 
 export type Reconciler = ReturnType<typeof createReconciler>
-
-/**
- * Two knobs read from the environment, not (yet) part of gateway/config.ts: the sweep period
- * (MASKLINE_RECONCILE_MS, default 30 s) and the bus stream's length (MASKLINE_BUS_MAXLEN, default
- * 100,000). Tests shorten both (a trim gap within a few hundred messages); docs/scaling.md says
- * when an operator would change them. A value that is not a positive integer is ignored.
- */
-export function clusterTuning(env: NodeJS.ProcessEnv): { sweepMs: number; busMaxLen: number | undefined } {
-  const int = (v: string | undefined) => (v !== undefined && /^[1-9][0-9]*$/.test(v) ? Number(v) : undefined)
-  return { sweepMs: int(env['MASKLINE_RECONCILE_MS']) ?? SWEEP_MS, busMaxLen: int(env['MASKLINE_BUS_MAXLEN']) }
-}

@@ -45,7 +45,7 @@ import { createBus, type Bus, type BusMessage } from './bus.js'
 import { createHttpApp } from './http/index.js'
 import { createCallCounter } from './call-counter.js'
 import { createSessionRunner } from './session-runner.js'
-import { clusterTuning, createReconciler } from './reconcile.js'
+import { createReconciler } from './reconcile.js'
 import { sessionChangeWatermark } from '../sql/session-changes.js'
 import { TenantDirectory } from './tenant-directory.js'
 import { createTelephony } from './telephony.js'
@@ -173,8 +173,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
     }, 'boot')
 
-    const tuning = clusterTuning(process.env)
-    const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, onError: onError('bus'), ...(tuning.busMaxLen ? { maxLen: tuning.busMaxLen } : {}) })
+    const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, onError: onError('bus'), maxLen: cfg.busMaxLen })
     closers.push(() => bus.close())
     // The change is answered for once the other nodes can read it (bounded: Redis never holds a request up).
     announceTenant = id => { bus.publish([{ kind: 'tenant', id }]); return orAfter(bus.settled(), ANNOUNCE_WAIT_MS, undefined) }
@@ -278,7 +277,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     // numbers), one reload per session at a time, newer versions only; reconcile with Postgres on
     // a sweep, and at once when the bus may have lost messages. A single node has nothing to do.
     if (bus.kind === 'redis') {
-      const reconciler = createReconciler({ db: db.pool, engine, tenants, cipher, log, since: changesFrom, sweepMs: tuning.sweepMs })
+      const reconciler = createReconciler({ db: db.pool, engine, tenants, cipher, log, since: changesFrom, sweepMs: cfg.reconcileMs })
       closers.unshift(() => reconciler.close())
       bus.onMessage(msg => {
         if (msg.kind === 'event') {

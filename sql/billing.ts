@@ -8,7 +8,7 @@ import { isUuid } from './cursor.js'
 import { guard } from './errors.js'
 import { iso, isoOrNull, jsonb, transact, ts, type Db } from './transaction.js'
 
-export const METRICS = ['session_created', 'call_minute', 'sms_sent', 'sms_received', 'recording_minute', 'number_rental'] as const
+const METRICS = ['session_created', 'call_minute', 'sms_sent', 'sms_received', 'recording_minute', 'number_rental'] as const
 export type Metric = (typeof METRICS)[number]
 
 export function monthStart(at: number): number {

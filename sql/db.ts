@@ -59,7 +59,7 @@ export function parseTimestampMs(text: string): number {
   return ms
 }
 
-export const TYPE_PARSERS: readonly DriverTypeParser[] = [
+const TYPE_PARSERS: readonly DriverTypeParser[] = [
   { name: 'timestamptz', parse: parseTimestampMs },
   { name: 'timestamp', parse: parseTimestampMs },
   { name: 'int8', parse: (v: string) => Number(v) },

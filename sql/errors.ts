@@ -81,7 +81,7 @@ const SLONIK_NAMES: Readonly<Record<string, [StoreErrorSlug, string]>> = {
   InvalidInputError: ['validation', 'invalid-input'],
 }
 
-export function slugOfSqlState(state: string, constraint: string | null): StoreErrorSlug {
+function slugOfSqlState(state: string, constraint: string | null): StoreErrorSlug {
   if (state === '23505') return (constraint && UNIQUE_SLUGS[constraint]) || 'conflict'
   if (state === '23503') return 'not-found'
   if (state === '40001' || state === '40P01') return 'retryable'

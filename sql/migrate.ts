@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { sql, type DatabasePool } from 'slonik'
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url))
+const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url))
 
 // Any fixed 64-bit key; shared by every process migrating this database.
 const MIGRATION_LOCK = 7_202_504_301_117

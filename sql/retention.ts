@@ -8,7 +8,7 @@ import { guard } from './errors.js'
 import type { Db } from './transaction.js'
 
 const BATCH = 5_000
-export const MIN_RETENTION_DAYS = 30
+const MIN_RETENTION_DAYS = 30
 
 export async function purgeOldRecords(db: Db, days: number): Promise<{ calls: number; sms: number; idempotencyKeys: number }> {
   const keep = Math.max(MIN_RETENTION_DAYS, Math.floor(days))

@@ -9,7 +9,7 @@ import { guard, withRetry } from './errors.js'
 /** A pool, or a connection the caller already holds (possibly inside its own transaction). */
 export type Db = DatabasePool | CommonQueryMethods
 
-export class Rollback<T> {
+class Rollback<T> {
   readonly value: T
   constructor(value: T) {
     this.value = value

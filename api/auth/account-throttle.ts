@@ -13,8 +13,8 @@ import { createHash } from 'node:crypto'
 import type { Services } from '../services.js'
 import { ApiProblem } from '../route.js'
 
-export const ACCOUNT_FAILURE_LIMIT = 10
-export const ACCOUNT_WINDOW_MS = 15 * 60_000
+const ACCOUNT_FAILURE_LIMIT = 10
+const ACCOUNT_WINDOW_MS = 15 * 60_000
 /** Locked accounts remembered per node; expired ones are dropped first when it is full. */
 const MAX_LOCKS = 100_000
 

@@ -13,7 +13,7 @@ import { ApiProblem, type AuthContext, type AuthKind, type Role } from '../route
 import { secretMatches } from './credentials.js'
 import { keyId, tokenSigner, TENANT_SCOPES, TokenError, verifyToken, type TokenClaims } from './tokens.js'
 
-export const TOKEN_CACHE_MAX = 10_000
+const TOKEN_CACHE_MAX = 10_000
 const JWT_RE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
 const MAX_TOKEN_LENGTH = 4096
 
@@ -74,7 +74,7 @@ export interface AuthenticatorOptions {
 const unauthorized = (detail: string) => new ApiProblem('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer realm="maskline"' } })
 
 /** A directory over a tenant loader, for callers without the real one (see AuthenticatorOptions.loadTenant). */
-export function loadingDirectory(loadTenant: (id: string) => Promise<TenantMeta | null>): AuthDirectory {
+function loadingDirectory(loadTenant: (id: string) => Promise<TenantMeta | null>): AuthDirectory {
   const tenants = new Map<string, TenantMeta | null>()
   const loading = new Map<string, Promise<TenantMeta | null>>()
   const tenant = (id: string): Promise<TenantMeta | null> => {

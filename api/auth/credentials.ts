@@ -21,7 +21,7 @@ const macKeys = new WeakMap<Buffer, KeyObject>()
  * HKDF-derived, so the phone key itself never MACs anything; a KeyObject, made once per phone key
  * (a token exchange then costs one HMAC, without importing a key).
  */
-export function secretMacKey(phoneKey: Buffer): KeyObject {
+function secretMacKey(phoneKey: Buffer): KeyObject {
   let k = macKeys.get(phoneKey)
   if (!k) {
     k = createSecretKey(Buffer.from(hkdfSync('sha256', phoneKey, Buffer.alloc(0), 'maskline api-secret mac v1', 32)))

@@ -10,8 +10,8 @@ import type { Tier } from '../../engine/types.js'
 import { uuidv7, UUID_RE } from '../vocabulary/ids.js'
 import { ROLES, type Role } from '../route.js'
 
-export const ISSUER = 'maskline'
-export const AUDIENCE = { tenant: 'maskline:tenant', user: 'maskline:user' } as const
+const ISSUER = 'maskline'
+const AUDIENCE = { tenant: 'maskline:tenant', user: 'maskline:user' } as const
 /** Spec 4.1/5.1/8.6: seconds. */
 export const TOKEN_TTL_SECONDS = { tenant: 900, user: 86_400 } as const
 const TIERS: readonly string[] = ['STARTER', 'GROWTH', 'ENTERPRISE']

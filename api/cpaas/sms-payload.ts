@@ -36,7 +36,7 @@ export function mapTelnyxStatus(s: string | null): SmsStatus | null {
 }
 
 /** Twilio MessageStatus → ours (`received` is an inbound message, handled before this). */
-export function mapFormStatus(s: string): SmsStatus | null {
+function mapFormStatus(s: string): SmsStatus | null {
   switch (s) {
     case 'accepted': case 'scheduled': case 'queued': case 'sending': return 'QUEUED'
     case 'sent': return 'SENT'

@@ -44,8 +44,8 @@ export interface ConnectTexmlInput {
 
 export const EMPTY_RESPONSE = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
 export const TEXML_CONTENT_TYPE = 'application/xml'
-export const DEFAULT_TIME_LIMIT_SECONDS = 3600
-export const CALLBACK_PREFIX = '/v1/webhooks/cpaas'
+const DEFAULT_TIME_LIMIT_SECONDS = 3600
+const CALLBACK_PREFIX = '/v1/webhooks/cpaas'
 
 export const CONSENT_MESSAGE = 'This call may be recorded for quality and training purposes.'
 export const OUT_OF_SERVICE_MESSAGE = 'The number you have dialed is not in service. Goodbye.'
@@ -86,7 +86,7 @@ function trimSlash(baseUrl: string): string {
 }
 
 /** `{base}/v1/webhooks/cpaas/<path>?callId=<id>`, URL-encoded (not yet XML-escaped). */
-export function callbackUrl(baseUrl: string, path: string, callId: string): string {
+function callbackUrl(baseUrl: string, path: string, callId: string): string {
   return trimSlash(baseUrl) + CALLBACK_PREFIX + path + '?callId=' + encodeURIComponent(callId)
 }
 

@@ -5,7 +5,7 @@ import type { Logger } from 'pino'
 import { createMemoryRateLimiter } from './memory.js'
 
 export const WINDOW_MS = 60_000
-export const POLICY = 'sliding-window-60s'
+const POLICY = 'sliding-window-60s'
 /** Spec 8.4. */
 export const TOKEN_LIMIT_PER_KEY = 10
 export const LOGIN_LIMIT_PER_IP = 5

@@ -15,20 +15,20 @@ import { insertOutbox } from '../../sql/outbox.js'
 import { checkTenantWebhookUrl } from '../webhook-target.js'
 import { generateSecret } from '../webhooks/signing.js'
 
-export const RegisterWebhookBody = Type.Object({
+const RegisterWebhookBody = Type.Object({
   url: Type.String({ minLength: 1, maxLength: 2048 }),
   // session.target_swapped is not in the list: refused with 400 validation (DECISIONS 6)
   events: Type.Array(StringEnum(SUBSCRIBABLE_EVENTS), { minItems: 1, maxItems: SUBSCRIBABLE_EVENTS.length * 2 }),
 })
 
-export const RegisteredWebhook = Type.Object({
+const RegisteredWebhook = Type.Object({
   url: Type.String(),
   secret: Type.String({ pattern: '^whsec_' }),
   events: Type.Array(Type.String()),
 })
 
 /** Spec 2.8. */
-export const DeliveryView = Type.Object({
+const DeliveryView = Type.Object({
   id: Type.String(),
   event: Type.String(),
   url: Type.String(),
@@ -40,7 +40,7 @@ export const DeliveryView = Type.Object({
   completedAt: Timestamp,
 })
 
-export const WebhookView = Type.Object({
+const WebhookView = Type.Object({
   url: Nullable(Type.String()),
   events: Type.Array(Type.String()),
   hasSecret: Type.Boolean(),
@@ -59,10 +59,10 @@ const TestEventView = Type.Object({
   }),
 })
 
-export const WebhookTestResult = Type.Object({ enqueued: Type.Literal(true), event: TestEventView })
+const WebhookTestResult = Type.Object({ enqueued: Type.Literal(true), event: TestEventView })
 
 /** Spec 8.5: limit 50 by default, 200 at most; `after` is the cursor of sql/webhooks.ts. */
-export const WebhookLogsQuery = Type.Object(PageQuery(50, 200))
+const WebhookLogsQuery = Type.Object(PageQuery(50, 200))
 
 /** A fictional number (NANP 555-01XX, reserved for drama) so the test event carries no real one. */
 const TEST_PROXY_NUMBER = '+15555550100'

@@ -7,9 +7,9 @@ import { Type, type Static } from '@sinclair/typebox'
 import { StringEnum, Timestamp, Uuid } from './common.js'
 
 export const METRIC_NAMES = ['session_created', 'call_minute', 'sms_sent', 'sms_received', 'recording_minute', 'number_rental'] as const
-export const CALL_STATUSES = ['RINGING', 'ANSWERED', 'COMPLETED', 'MISSED', 'FAILED'] as const
-export const CALL_DIRECTIONS = ['A_TO_B', 'B_TO_A'] as const
-export const GRANULARITIES = ['hour', 'day'] as const
+const CALL_STATUSES = ['RINGING', 'ANSWERED', 'COMPLETED', 'MISSED', 'FAILED'] as const
+const CALL_DIRECTIONS = ['A_TO_B', 'B_TO_A'] as const
+const GRANULARITIES = ['hour', 'day'] as const
 export type Granularity = (typeof GRANULARITIES)[number]
 
 // Ajv's `date-time` is RFC 3339: the offset (`Z` or `±hh[:mm]`) is required.

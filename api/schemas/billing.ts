@@ -25,7 +25,7 @@ export const BillingEventsQuery = Type.Object({
 export type BillingEventsQuery = Static<typeof BillingEventsQuery>
 
 /** Spec 2.5, raw and snake_case. */
-export const BillingEventView = Type.Object({
+const BillingEventView = Type.Object({
   id: Uuid,
   tenant_id: Uuid,
   billing_period_id: Uuid,

@@ -16,8 +16,8 @@ export const Metadata = Type.Record(
 )
 export const METADATA_MAX_BYTES = 4096
 
-export const GraceMinutes = Type.Integer({ minimum: 0, maximum: 10080 })
-export const MaxDurationMinutes = Type.Integer({ minimum: 1, maximum: 10080 })
+const GraceMinutes = Type.Integer({ minimum: 0, maximum: 10080 })
+const MaxDurationMinutes = Type.Integer({ minimum: 1, maximum: 10080 })
 
 export const CreateSessionBody = Type.Object({
   agentPhone: E164,

@@ -4,9 +4,9 @@
 // document it for tenants.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 
-export const SECRET_PREFIX = 'whsec_'
+const SECRET_PREFIX = 'whsec_'
 /** Receivers refuse timestamps further than this from their clock (Standard Webhooks: 5 minutes). */
-export const DEFAULT_TOLERANCE_SECONDS = 300
+const DEFAULT_TOLERANCE_SECONDS = 300
 
 // A type alias, not an interface, so it is assignable to a plain header record.
 export type SignatureHeaders = {

@@ -85,7 +85,7 @@ const inV4 = (b: number[], net: [number, number, number, number], bits: number):
 /** Cloud metadata endpoints (AWS/GCP/Azure/OCI, ECS task metadata, Alibaba). */
 const METADATA_V4 = ['169.254.169.254', '169.254.170.2', '100.100.100.200']
 
-export function classifyIPv4(b: number[]): AddressClass {
+function classifyIPv4(b: number[]): AddressClass {
   if (METADATA_V4.includes(b.join('.'))) return 'metadata'
   if (inV4(b, [0, 0, 0, 0], 8)) return 'unspecified'            // "this network"
   if (inV4(b, [10, 0, 0, 0], 8)) return 'private'
@@ -106,7 +106,7 @@ export function classifyIPv4(b: number[]): AddressClass {
   return 'public'
 }
 
-export function classifyIPv6(b: number[]): AddressClass {
+function classifyIPv6(b: number[]): AddressClass {
   const word = (i: number) => (b[i * 2]! << 8) | b[i * 2 + 1]!
   const zeros = (from: number, to: number) => b.slice(from, to).every(x => x === 0)
   if (zeros(0, 16)) return 'unspecified'
@@ -170,7 +170,7 @@ export function checkWebhookUrl(
   return { ok: true, url }
 }
 
-export class BlockedAddressError extends Error {
+class BlockedAddressError extends Error {
   readonly code = 'EBLOCKEDADDRESS'
   constructor() { super('webhook target resolves to a non-public address') }
 }

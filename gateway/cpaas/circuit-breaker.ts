@@ -28,7 +28,7 @@ export interface BreakerOptions {
   onTransition?: (t: { name: string; from: BreakerState; to: BreakerState; lastError: string | null }) => void
 }
 
-export const BREAKER_DEFAULTS = { failureThreshold: 5, openMs: 30_000, timeoutMs: 3_000 } as const
+const BREAKER_DEFAULTS = { failureThreshold: 5, openMs: 30_000, timeoutMs: 3_000 } as const
 
 export class CircuitBreaker {
   readonly name: string

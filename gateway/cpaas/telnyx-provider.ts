@@ -14,7 +14,7 @@
 import Telnyx, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'telnyx'
 import { httpProviderError, ProviderError, type SendResult, type SmsMessage, type SmsProvider } from './provider.js'
 
-export const TELNYX_DEFAULT_BASE_URL = 'https://api.telnyx.com/v2'
+const TELNYX_DEFAULT_BASE_URL = 'https://api.telnyx.com/v2'
 
 export interface TelnyxProviderOptions {
   /** Name in health snapshots and logs, e.g. 'telnyx' and 'telnyx-backup'. */
@@ -41,7 +41,7 @@ function causeCode(err: unknown): string | undefined {
 }
 
 /** SDK error → ProviderError (code only; nothing from the provider's text). */
-export function mapTelnyxError(err: unknown): ProviderError {
+function mapTelnyxError(err: unknown): ProviderError {
   if (err instanceof ProviderError) return err
   if (err instanceof APIConnectionTimeoutError || err instanceof APIUserAbortError) {
     return new ProviderError('provider-timeout', { ambiguous: true, providerFault: true })

@@ -11,16 +11,16 @@ import { SUBSCRIBABLE_EVENTS } from '../../api/vocabulary/event-envelope.js'
 import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
 import { extractToken, type StreamPrincipal } from './auth.js'
 
-export const STREAM_PATH = '/v1/stream'
+const STREAM_PATH = '/v1/stream'
 /** Every type the stream carries: the nine subscribable ones and session.target_swapped. */
-export const STREAM_EVENT_TYPES: readonly EventType[] = [...SUBSCRIBABLE_EVENTS, 'session.target_swapped']
+const STREAM_EVENT_TYPES: readonly EventType[] = [...SUBSCRIBABLE_EVENTS, 'session.target_swapped']
 
 // uWS pings after idleTimeout minus a margin of client silence and closes the socket if the
 // pong does not come back within the margin: 46 s gives a ping after 30 s (margin 16 s).
 const IDLE_TIMEOUT_SECONDS = 46
 
-export const tenantTopic = (tenantId: string): string => `tenant/${tenantId}`
-export const typeTopic = (tenantId: string, type: string): string => `tenant/${tenantId}/${type}`
+const tenantTopic = (tenantId: string): string => `tenant/${tenantId}`
+const typeTopic = (tenantId: string, type: string): string => `tenant/${tenantId}/${type}`
 
 interface SocketData {
   tenantId: string

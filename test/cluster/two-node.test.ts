@@ -11,7 +11,7 @@
 //   exhaustively through the voice callback (tests/cluster/lib.ts). Every expired session has
 //   exactly one session.expired. Redis never held a phone number.
 // - Node 2 SIGSTOPped while node 1 creates and ends sessions past the stream's trim length
-//   (MASKLINE_BUS_MAXLEN=100): resumed, it converges well within one sweep (the reader sees the
+//   (BUS_MAXLEN=100): resumed, it converges well within one sweep (the reader sees the
 //   trim gap and reconciles at once).
 // Embedded mode (PGlite, in-process bus) is single-node by design: skipped there with the reason.
 import t from 'tap'
@@ -36,7 +36,7 @@ const SLOW_SWEEP = '120000'
 t.test('propagation within 50 ms, a swap reaches the other node\'s WebSocket, an end expires once', { skip: singleNode }, async t => {
   const redis = await privateRedis(t)
   const data = await childData(t)
-  const env = { MASKLINE_RECONCILE_MS: String(SWEEP_MS) }
+  const env = { RECONCILE_MS: String(SWEEP_MS) }
   const [n1, n2] = await Promise.all([startNode(t, data, redis.url, env), startNode(t, data, redis.url, env)]) as [ChildService, ChildService]
   const acc = await enterpriseTenant(data, [n1, n2], redis.client())
   const phone = phoneSource(1000)
@@ -93,7 +93,7 @@ t.test('propagation within 50 ms, a swap reaches the other node\'s WebSocket, an
 t.test('Redis SIGKILLed for 10 s under load on both nodes, back empty: every node converges with Postgres', { skip: singleNode }, async t => {
   const redis = await privateRedis(t)
   const data = await childData(t)
-  const env = { MASKLINE_RECONCILE_MS: SLOW_SWEEP }
+  const env = { RECONCILE_MS: SLOW_SWEEP }
   const nodes = await Promise.all([startNode(t, data, redis.url, env), startNode(t, data, redis.url, env)])
   const looker = redis.client()
   const acc = await enterpriseTenant(data, nodes, looker)
@@ -181,7 +181,7 @@ t.test('Redis SIGKILLed for 10 s under load on both nodes, back empty: every nod
 t.test('node 2 paused past the stream\'s trim length converges within one sweep of resuming', { skip: singleNode }, async t => {
   const redis = await privateRedis(t)
   const data = await childData(t)
-  const env = { MASKLINE_RECONCILE_MS: SLOW_SWEEP, MASKLINE_BUS_MAXLEN: '100' }
+  const env = { RECONCILE_MS: SLOW_SWEEP, BUS_MAXLEN: '100' }
   const [n1, n2] = await Promise.all([startNode(t, data, redis.url, env), startNode(t, data, redis.url, env)]) as [ChildService, ChildService]
   const looker = redis.client()
   const acc = await enterpriseTenant(data, [n1, n2], looker)
@@ -228,7 +228,7 @@ t.test('node 2 paused past the stream\'s trim length converges within one sweep 
 t.test('node 1 SIGKILLed mid-load: node 2 routes every live session; node 1 restarted converges', { skip: singleNode }, async t => {
   const redis = await privateRedis(t)
   const data = await childData(t)
-  const env = { MASKLINE_RECONCILE_MS: SLOW_SWEEP }
+  const env = { RECONCILE_MS: SLOW_SWEEP }
   const started = await Promise.all([startNode(t, data, redis.url, env), startNode(t, data, redis.url, env)]) as [ChildService, ChildService]
   let n1 = started[0]
   const n2 = started[1]
