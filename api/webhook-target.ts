@@ -2,7 +2,7 @@
 // `POST /v1/webhooks` (`url`) and `PATCH /v1/config` (`webhookUrl`). Issue 19: the second stored
 // loopback, private and credential-bearing URLs the first refused; delivery refused them later,
 // so the tenant learned nothing until events went missing. The guard that matters still runs on
-// every connection (gateway/webhooks/ssrf.ts pinnedLookup); this one is early feedback.
+// every connection (api/webhooks/ssrf.ts pinnedLookup, used by the gateway's transport); this one is early feedback.
 import { lookup } from 'node:dns/promises'
 import { checkWebhookUrl, isPublicAddress, type UrlRefusal } from './webhooks/ssrf.js'
 import { ApiProblem } from './route.js'

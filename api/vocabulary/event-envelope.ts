@@ -1,3 +1,5 @@
+// Shared vocabulary (test/layering.test.ts): a leaf every layer may import, sql/ included; it
+// imports nothing of ours but its sibling and engine/.
 import { uuidv7 } from './ids.js'
 
 // DECISIONS 6: the one envelope for webhooks and the WebSocket stream. `data` is built from an

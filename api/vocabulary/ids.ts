@@ -1,3 +1,4 @@
+// Shared vocabulary (test/layering.test.ts): a leaf every layer may import, sql/ included.
 import { randomFillSync } from 'node:crypto'
 
 // DECISIONS 2: every id is a UUIDv7 (RFC 9562), so ordering by id is chronological.
