@@ -50,7 +50,8 @@ const SECRET_VARS = new Set(['JWT_SECRET', 'PHONE_KEY', 'TELNYX_API_KEY', 'TELNY
 export interface Config {
   port: number
   host: string
-  publicBaseUrl: string
+  /** PUBLIC_BASE_URL; null when unset: the service then uses http://HOST:<bound port> (PORT=0 included). */
+  publicBaseUrl: string | null
   dataDir: string
   databaseUrl: string | undefined
   redisUrl: string | undefined
@@ -138,7 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port,
     host,
-    publicBaseUrl: (e.PUBLIC_BASE_URL ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, ''),
+    publicBaseUrl: e.PUBLIC_BASE_URL !== undefined ? e.PUBLIC_BASE_URL.replace(/\/$/, '') : null,
     dataDir,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
@@ -168,6 +169,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reconcileMs: e.RECONCILE_MS !== undefined ? Math.max(100, Number(e.RECONCILE_MS)) : 30_000,
     busMaxLen: e.BUS_MAXLEN !== undefined ? Math.max(100, Number(e.BUS_MAXLEN)) : 100_000,
   }
+}
+
+/** The listener's own URL: the base URL when PUBLIC_BASE_URL is unset, with the port it is bound to. */
+export function listenerUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
 // Generated once, mode 0600, reused on every later start (DECISIONS 1, embedded mode only).

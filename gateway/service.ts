@@ -39,7 +39,7 @@ import { openJournal, readLeftovers } from '../sql/journal.js'
 import { purgeOldRecords } from '../sql/retention.js'
 import { recordNumberRentals } from '../sql/billing.js'
 import { createSecretCipher } from '../sql/webhooks.js'
-import type { Config } from './config.js'
+import { listenerUrl, type Config } from './config.js'
 import { orAfter } from './deadline.js'
 import { createBus, type Bus, type BusMessage } from './bus.js'
 import { createHttpApp } from './http/index.js'
@@ -213,10 +213,13 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       if (envelopes.length) dispatcher.wake()
     }
 
+    // The base URL of problem types, OpenAPI `servers` and callback URLs: PUBLIC_BASE_URL, or this
+    // listener's own URL, whose port is known once it is bound (PORT=0): set after listen below.
+    // Everything reads services.config.publicBaseUrl when it needs it, never a copy.
     const services: Services = {
       webhookDispatcher: dispatcher,
       config: {
-        publicBaseUrl: cfg.publicBaseUrl, nodeId, cooldownSeconds: cfg.cooldownSeconds,
+        publicBaseUrl: cfg.publicBaseUrl ?? listenerUrl(cfg.host, cfg.port), nodeId, cooldownSeconds: cfg.cooldownSeconds,
         retentionDays: cfg.retentionDays, webhookAllowInsecure: cfg.webhookAllowInsecure, trustedProxies: cfg.trustedProxies,
       },
       log,
@@ -265,10 +268,10 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     services.cpaasHealth = () => provider.health()
     const telephony = createTelephony({
       engine, tenants, hashParty, records, callCounter, provider, sandbox: cfg.provider === 'sandbox', log, now,
-      publicBaseUrl: cfg.publicBaseUrl, countCallback: metrics.callback,
+      publicBaseUrl: () => services.config.publicBaseUrl, countCallback: metrics.callback,
     })
     const verifier = createSignatureVerifier({
-      mode: cfg.signature, publicBaseUrl: cfg.publicBaseUrl, now,
+      mode: cfg.signature, publicBaseUrl: () => services.config.publicBaseUrl, now,
       ...(cfg.telnyx.publicKey ? { telnyxPublicKey: cfg.telnyx.publicKey } : {}),
       ...(cfg.hmacSecret ? { hmacSecret: cfg.hmacSecret } : {}),
     })
@@ -306,11 +309,13 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       ws: app => {
         stream = registerStream(app, {
           verifyTenantToken: streamTokenVerifier(services.authenticator),
-          log, publicBaseUrl: cfg.publicBaseUrl, now, onClose: metrics.streamClosed,
+          log, publicBaseUrl: () => services.config.publicBaseUrl, now, onClose: metrics.streamClosed,
         })
       },
     })
     const port = await http.listen(cfg.host, cfg.port)
+    // Before any request is read: uWS serves them from later turns of the event loop.
+    if (cfg.publicBaseUrl === null) services.config.publicBaseUrl = listenerUrl(cfg.host, port)
     // WebSocket clients get 1001 at once; requests in flight get SHUTDOWN_GRACE_SECONDS.
     let httpClosing: Promise<void> | null = null
     const closeHttp = () => (httpClosing ??= (stream?.closeAll(), http.close(cfg.shutdownGraceSeconds * 1000)))
@@ -351,7 +356,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     log.info({ port, metricsPort, db: db.kind, bus: bus.kind, provider: cfg.provider, signature: cfg.signature, liveSessions, bootMs: ms }, 'listening')
     return {
       port,
-      url: `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`,
+      url: listenerUrl(cfg.host, port),
       log,
       engine,
       services,

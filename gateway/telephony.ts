@@ -37,7 +37,8 @@ export interface TelephonyDeps {
   provider: SmsProvider
   /** The sandbox provider sends nothing and counts a forward as delivered (DECISIONS 1). */
   sandbox: boolean
-  publicBaseUrl: string
+  /** Read per callback: PUBLIC_BASE_URL, or the listener's URL once its port is bound. */
+  publicBaseUrl: () => string
   log: Logger
   now: () => number
   /** How long an inbound SMS may wait for its forward before the answer is 503 (DECISIONS 5: 2 s). */
@@ -146,9 +147,9 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
         d.callCounter.routed(dec.sessionId, id, now)
         setImmediate(() => recordCallStart(dec, from, to, id, callSid, now))
       }
-      if (dec.kind === 'connect') return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl, callId }), contentType: XML }
+      if (dec.kind === 'connect') return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl(), callId }), contentType: XML }
     }
-    return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl }), contentType: XML }
+    return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl() }), contentType: XML }
   }
 
   /**
@@ -237,7 +238,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     const smsId = claim.id
     let outcome: { forwardId: string | null; status: SmsStatus; at: number; code?: string }
     try {
-      const sent = await d.provider.sendSms({ from: proxy, to: dec.to, text, webhookUrl: d.publicBaseUrl + SMS_PATH })
+      const sent = await d.provider.sendSms({ from: proxy, to: dec.to, text, webhookUrl: d.publicBaseUrl() + SMS_PATH })
       outcome = { forwardId: sent.providerMessageId, status: d.sandbox ? 'DELIVERED' : 'SENT', at: d.now() }
     } catch (err) {
       const e = toProviderError(err)

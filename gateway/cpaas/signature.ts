@@ -31,8 +31,9 @@ export interface SignatureConfig {
   telnyxPublicKey?: string
   /** CPAAS_HMAC_SECRET. */
   hmacSecret?: string
-  /** PUBLIC_BASE_URL, the origin (and optional path prefix) the provider was configured with. */
-  publicBaseUrl: string
+  /** PUBLIC_BASE_URL, the origin (and optional path prefix) the provider was configured with; a
+   * function is read per request (the service's listener URL is known once its port is bound). */
+  publicBaseUrl: string | (() => string)
   toleranceSeconds?: number
   /** Epoch milliseconds. */
   now?: () => number
@@ -157,7 +158,7 @@ export function createSignatureVerifier(cfg: SignatureConfig): SignatureVerifier
           pairs = parsed
         }
         const expected = createHmac('sha1', secret)
-          .update(signedUrl(cfg.publicBaseUrl, req.path, req.query) + canonicalFormString(pairs), 'utf8')
+          .update(signedUrl(typeof cfg.publicBaseUrl === 'string' ? cfg.publicBaseUrl : cfg.publicBaseUrl(), req.path, req.query) + canonicalFormString(pairs), 'utf8')
           .digest()
         if (expected.length !== sig.length || !timingSafeEqual(expected, sig)) return fail('bad-signature')
         if (isJson) {

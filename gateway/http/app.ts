@@ -51,7 +51,6 @@ export interface HttpApp {
 interface Env {
   services: Services
   log: Logger
-  baseUrl: string
   auth: Authenticator
   limiter: RateLimiter
   checkResponses: boolean
@@ -79,7 +78,6 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const env: Env = {
     services,
     log: services.log,
-    baseUrl: services.config.publicBaseUrl,
     auth: services.authenticator,
     limiter: services.rateLimiter,
     checkResponses: opts.checkResponses ?? false,
@@ -307,7 +305,8 @@ function replyOut(env: Env, r: CompiledRoute, reply: ApiReply): Outgoing {
 }
 
 function problemOut(env: Env, slug: ProblemSlug, detail?: string, errors?: FieldIssue[], headers?: Record<string, string>): Outgoing {
-  const doc = renderProblem(env.baseUrl, slug, detail, errors)
+  // Read per answer: the service sets it once its port is bound (PORT=0 without PUBLIC_BASE_URL).
+  const doc = renderProblem(env.services.config.publicBaseUrl, slug, detail, errors)
   return { status: doc.status, contentType: PROBLEM_TYPE, body: JSON.stringify(doc), headers: [headers], instance: doc.instance }
 }
 

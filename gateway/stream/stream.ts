@@ -34,8 +34,8 @@ export interface StreamOptions {
   log: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
   /** Bytes buffered per socket before it is closed (DECISIONS 6: 1 MiB). */
   maxBackpressure?: number
-  /** The `{base_url}` of problem `type` URIs on a refused handshake. */
-  publicBaseUrl?: string
+  /** The `{base_url}` of problem `type` URIs on a refused handshake, read when one is refused. */
+  publicBaseUrl?: () => string
   /** Clock for token expiry (epoch ms). */
   now?: () => number
   /** Told of every client closed, with its close code (metrics). */
@@ -75,12 +75,12 @@ function parseTypes(rawQuery: string): { ok: true; types: EventType[] | null } |
 
 export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
   const { log } = opts
-  const baseUrl = opts.publicBaseUrl ?? ''
+  const baseUrl = opts.publicBaseUrl ?? (() => '')
   const now = opts.now ?? Date.now
   const sockets = new Set<WebSocket<SocketData>>()
 
   function refuse(res: HttpResponse, slug: ProblemSlug, detail?: string, errors?: FieldIssue[]): void {
-    const doc = renderProblem(baseUrl, slug, detail, errors)
+    const doc = renderProblem(baseUrl(), slug, detail, errors)
     res.writeStatus(`${doc.status} ${slug === 'unauthorized' ? 'Unauthorized' : slug === 'forbidden' ? 'Forbidden' : slug === 'internal' ? 'Internal Server Error' : 'Bad Request'}`)
     res.writeHeader('content-type', 'application/problem+json')
     if (slug === 'unauthorized') res.writeHeader('www-authenticate', 'Bearer')

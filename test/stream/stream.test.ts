@@ -20,7 +20,7 @@ async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: S
       loadTenant: async id => ({ id, status: opts.suspended?.has(id) ? 'SUSPENDED' : 'ACTIVE', tier: 'STARTER', salt: Buffer.alloc(32) }),
     })),
     log: silent,
-    publicBaseUrl: 'http://maskline.test',
+    publicBaseUrl: () => 'http://maskline.test',
     ...(opts.maxBackpressure ? { maxBackpressure: opts.maxBackpressure } : {}),
   })
   const listen = await new Promise<uWS.us_listen_socket>((resolve, reject) =>
