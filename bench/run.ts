@@ -7,6 +7,8 @@
 //   baselines  hello, callback-uws, fastify (bench/baselines/), verify (Ed25519 loop), insert (INSERT loop),
 //              record-ceiling (bench/baselines/record-ceiling.ts: callback work + call and outbox rows through raw pg)
 //   scenarios  voice (1), ed25519 (2), sms (3), create (4), read (5), memory (6), fanout (7)
+//   optional   two-node (bench/scenarios/cluster.ts; REDIS_URL and DATABASE_URL): not in a full run, only
+//              through --only (and --smoke, where it skips without them)
 // Servers run as child processes on core 1, wrk (or autocannon) on core 0, when taskset and two
 // cores exist. Output: `# …` progress, `bench: <name> <value> <unit>` per figure,
 // bench/results/<stamp>.jsonl, bench/results/latest.md (with the latency chart) and the
@@ -27,6 +29,7 @@ import { progress, Results } from './lib/results.js'
 import { latencyChart } from './lib/svg-chart.js'
 import { baselineCallbackUws, baselineFastify, baselineHello, baselineInsert, baselineRecordCeiling, baselineVerify, type VoiceFiles } from './scenarios/baselines.js'
 import type { Ctx, Keys } from './scenarios/common.js'
+import { twoNodeScenario, twoNodeSkip } from './scenarios/cluster.js'
 import { fanoutScenario, fanoutThroughput } from './scenarios/fanout.js'
 import { bootFigures, engineHeap } from './scenarios/memory.js'
 import { createScenario, fetchTokens, readScenario } from './scenarios/rest.js'
@@ -117,7 +120,11 @@ if (has('verify')) await step('verify', () => baselineVerify(ctx))
 
 // 2. The database: INSERT-loop and record-ceiling baselines (on an empty database: the ceiling's
 // rows are in its own scratch tables), then the population, then the service scenarios.
-const serviceSteps = (['voice', 'ed25519', 'sms', 'create', 'read', 'fanout', 'memory'] as const).filter(has)
+// two-node (issue 17) needs Redis and a real Postgres: without them it is skipped here, before a
+// database and a population are made for it.
+const twoNodeWhyNot = has('two-node') ? twoNodeSkip(databaseUrl) : null
+if (twoNodeWhyNot) results.skip('two-node', twoNodeWhyNot)
+const serviceSteps = (['voice', 'ed25519', 'sms', 'create', 'read', 'fanout', 'memory', 'two-node'] as const).filter(s => has(s) && !(s === 'two-node' && twoNodeWhyNot))
 let db: BenchDatabase | null = null
 let pgPin: ReturnType<typeof pinLocalPostgres> = null
 try {
@@ -235,6 +242,9 @@ async function serviceScenarios(db: BenchDatabase): Promise<void> {
     }
   }
 
+  // Two nodes on this database and REDIS_URL (bench/scenarios/cluster.ts), after every single-node boot.
+  if (serviceSteps.includes('two-node')) await step('two-node', () => twoNodeScenario(ctx, db, loadedPop.primary))
+
   // The same configuration on an empty database: what N sessions add to the resident size.
   if (has('memory') && !opts.smoke) {
     await step('memory (empty service)', async () => {
@@ -261,7 +271,7 @@ const jsonlName = `${stamp}.jsonl`
 // A smoke run proves the suite runs; a partial one (--only, or fewer sessions than the default)
 // checks a few figures quickly. Neither may replace the full run's report: only a full run writes
 // latest.md and the "## Bench suite" section of bench/RESULTS.md.
-const full = !opts.smoke && opts.steps.size === SCENARIO_IDS.length + BASELINE_IDS.length && opts.sessions >= 1_000_000
+const full = !opts.smoke && [...SCENARIO_IDS, ...BASELINE_IDS].every(has) && opts.sessions >= 1_000_000
 const report = opts.smoke ? 'smoke' : full ? 'latest' : 'partial'
 writeLatest(join(resultsDir, `${report}.md`), info, results, jsonlName)
 writeFileSync(join(resultsDir, `${report}.svg`), latencyChart(results.latencies))

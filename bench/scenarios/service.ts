@@ -71,6 +71,8 @@ export interface ServiceConfig {
   signature: 'none' | 'hmac-sha1' | 'telnyx-ed25519'
   /** Set: CPAAS_PROVIDER=telnyx against this fake base URL (…/v2). */
   telnyxBaseUrl?: string
+  /** Configuration this run adds (e.g. METRICS_PORT of a second node on the same machine). */
+  env?: Record<string, string>
 }
 
 export interface Service {
@@ -117,6 +119,7 @@ export function serviceEnv(ctx: Ctx, db: BenchDatabase, cfg: ServiceConfig, port
   } else {
     env.CPAAS_PROVIDER = 'sandbox'
   }
+  if (cfg.env) Object.assign(env, cfg.env)
   return env
 }
 
