@@ -4,6 +4,8 @@ import type { TSchema } from '@sinclair/typebox'
 import { problems, type ProblemSlug } from './problems.js'
 import type { RouteDef } from './route.js'
 import { ProblemDocument } from './schemas/common.js'
+import { EventEnvelopeSchema } from './schemas/events.js'
+import { EVENT_TYPES } from './vocabulary/event-envelope.js'
 
 type Json = Record<string, unknown>
 
@@ -33,6 +35,56 @@ export function routeProblems(r: RouteDef): ProblemSlug[] {
   if (r.body && !r.rawBody) all.add('unsupported-media-type')
   all.add('internal')
   return [...all]
+}
+
+/**
+ * Spec 8.1-8.3: what a 429 carries. `rate-limit` (the tenant's request limit, the sign-in and
+ * signup throttles) sends Retry-After and the X-RateLimit-* of the window; an account locked by
+ * failed sign-ins sends Retry-After alone; `tier-session-limit` carries the X-RateLimit-* of the
+ * request's own window, no Retry-After. test/gateway/openapi.test.ts compares these with what is sent.
+ */
+export const RATE_LIMIT_HEADERS = {
+  'Retry-After': { description: 'Seconds until a retry can be admitted (429 rate-limit)', schema: { type: 'integer', minimum: 1 } },
+  'X-RateLimit-Limit': { description: 'Requests admitted per 60-second window (the tier quota or the throttle)', schema: { type: 'integer', minimum: 0 } },
+  'X-RateLimit-Remaining': { description: 'Requests left in the window', schema: { type: 'integer', minimum: 0 } },
+  'X-RateLimit-Reset': { description: 'Unix epoch seconds when the oldest request in the window ages out', schema: { type: 'integer' } },
+  'X-RateLimit-Policy': { description: 'The window: `sliding-window-60s`', schema: { type: 'string', enum: ['sliding-window-60s'] } },
+} as const
+
+/** DECISIONS 6: GET /v1/stream, a WebSocket (not an HTTP operation, so an extension beside `paths`). */
+function streamDescription(): Json {
+  return {
+    '/v1/stream': {
+      summary: 'The tenant\'s events as they are committed, over a WebSocket',
+      description: 'GET /v1/stream with `Connection: Upgrade`, `Upgrade: websocket` (RFC 6455). The tenant token goes ' +
+        'in `Authorization: Bearer <jwt>` or, where headers cannot be set (browsers), as the subprotocol pair ' +
+        '`Sec-WebSocket-Protocol: bearer, <jwt>`, to which the server answers `bearer`; never in the URL. Refused ' +
+        'handshakes answer a problem document (400 unknown type, 401, 403 for user tokens or a suspended tenant). ' +
+        'Each text message is one event envelope of the caller\'s tenant; clients send nothing. The server pings ' +
+        'every 30 s, closes with 1008 when the token expires, with 1001 on shutdown, and closes a consumer that ' +
+        'falls 1 MiB behind.',
+      security: [{ bearer: [] }],
+      parameters: [
+        {
+          name: 'types', in: 'query', required: false, style: 'form', explode: false,
+          description: 'Only these event types (comma-separated); all of them when absent',
+          schema: { type: 'array', items: { type: 'string', enum: [...EVENT_TYPES] } },
+        },
+        {
+          name: 'Sec-WebSocket-Protocol', in: 'header', required: false,
+          description: '`bearer, <jwt>`: the token, for clients that cannot send Authorization',
+          schema: { type: 'string' },
+        },
+      ],
+      responses: {
+        101: { description: 'Switching Protocols; `Sec-WebSocket-Protocol: bearer` when the token came that way' },
+        400: { description: 'Problem: validation (an unknown event type in `types`)', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+        401: { description: 'Problem: unauthorized', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+        403: { description: 'Problem: forbidden (not a tenant token, or the tenant is suspended)', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+      },
+      messages: { $ref: '#/components/schemas/EventEnvelope' },
+    },
+  }
 }
 
 function operation(r: RouteDef): Json {
@@ -68,6 +120,7 @@ function operation(r: RouteDef): Json {
     if (responses[status]) continue
     responses[status] = {
       description: `Problem: ${slugs.join(', ')}`,
+      ...(status === 429 ? { headers: Object.fromEntries(Object.keys(RATE_LIMIT_HEADERS).map(h => [h, { $ref: `#/components/headers/${h}` }])) } : {}),
       content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
     }
   }
@@ -75,7 +128,8 @@ function operation(r: RouteDef): Json {
   return op
 }
 
-export function buildOpenApi(routes: readonly RouteDef[], opts: { baseUrl: string; version?: string }): Json {
+/** `stream`: the service also serves the WebSocket stream (gateway/stream), described under `x-maskline-websockets`. */
+export function buildOpenApi(routes: readonly RouteDef[], opts: { baseUrl: string; version?: string; stream?: boolean }): Json {
   const paths: Record<string, Json> = {}
   for (const r of routes) {
     const p = (paths[openApiPath(r.path)] ??= {})
@@ -90,9 +144,11 @@ export function buildOpenApi(routes: readonly RouteDef[], opts: { baseUrl: strin
     },
     servers: [{ url: opts.baseUrl }],
     paths,
+    ...(opts.stream ? { 'x-maskline-websockets': streamDescription() } : {}),
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
-      schemas: { Problem: plain(ProblemDocument) },
+      schemas: { Problem: plain(ProblemDocument), EventEnvelope: plain(EventEnvelopeSchema) },
+      headers: RATE_LIMIT_HEADERS,
     },
   }
 }

@@ -299,9 +299,11 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       ...webhookRoutes, ...healthRoutes, readinessRoute(() => readiness), ...cpaasRoutes(telephony),
       ...analyticsRoutes, ...billingRoutes,
     ]
+    // In the table it documents (built on first request), so the document lists itself.
+    routes.push(openapiRoute(routes, { stream: true }))
     const http = createHttpApp({
       services,
-      routes: [...routes, openapiRoute(routes)],
+      routes,
       checkResponses: opts.checkResponses ?? false,
       verifyCallback: req => verifier.verify(req),
       metrics: metrics.requests,

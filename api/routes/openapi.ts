@@ -4,13 +4,14 @@ import { Type } from '@sinclair/typebox'
 import { buildOpenApi } from '../openapi.js'
 import { route, type RouteDef } from '../route.js'
 
-export function openapiRoute(routes: readonly RouteDef[]): RouteDef {
+/** `opts.stream`: the WebSocket stream is served beside the routes (the service's app). */
+export function openapiRoute(routes: readonly RouteDef[], opts: { stream?: boolean } = {}): RouteDef {
   let doc: Record<string, unknown> | null = null
   return route({
     method: 'GET', path: '/v1/openapi.json', auth: 'none', summary: 'This OpenAPI 3.1 document',
     response: { 200: Type.Object({}, { additionalProperties: true }) }, problems: [],
     handler(req) {
-      doc ??= buildOpenApi(routes, { baseUrl: req.services.config.publicBaseUrl })
+      doc ??= buildOpenApi(routes, { baseUrl: req.services.config.publicBaseUrl, stream: opts.stream ?? false })
       return { status: 200, body: doc }
     },
   })

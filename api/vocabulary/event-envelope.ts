@@ -16,6 +16,9 @@ export const SUBSCRIBABLE_EVENTS = [
   'sms.sent', 'sms.received',
 ] as const satisfies readonly EventType[]
 
+/** Every type an envelope can carry: the nine subscribable ones and session.target_swapped (the stream sends them all). */
+export const EVENT_TYPES = [...SUBSCRIBABLE_EVENTS, 'session.target_swapped'] as const satisfies readonly EventType[]
+
 export interface EventData {
   sessionId: string
   tenantId: string

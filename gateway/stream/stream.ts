@@ -7,13 +7,13 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import type { EventEnvelope, EventType } from '../../api/vocabulary/event-envelope.js'
-import { SUBSCRIBABLE_EVENTS } from '../../api/vocabulary/event-envelope.js'
+import { EVENT_TYPES } from '../../api/vocabulary/event-envelope.js'
 import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
 import { extractToken, type StreamPrincipal } from './auth.js'
 
 const STREAM_PATH = '/v1/stream'
 /** Every type the stream carries: the nine subscribable ones and session.target_swapped. */
-const STREAM_EVENT_TYPES: readonly EventType[] = [...SUBSCRIBABLE_EVENTS, 'session.target_swapped']
+const STREAM_EVENT_TYPES: readonly EventType[] = EVENT_TYPES
 
 // uWS pings after idleTimeout minus a margin of client silence and closes the socket if the
 // pong does not come back within the margin: 46 s gives a ping after 30 s (margin 16 s).

@@ -4,7 +4,12 @@ import { Type } from '@sinclair/typebox'
 import { route } from '../../api/route.js'
 import { buildOpenApi, openApiPath } from '../../api/openapi.js'
 import { Uuid } from '../../api/schemas/common.js'
+import { Ajv } from 'ajv'
+import formatsPlugin from 'ajv-formats'
 import { startApi, ownRoutes, BASE_URL } from './harness.js'
+import { startTestService } from '../support/service.js'
+import { connectWs } from '../support/ws-client.js'
+import { EVENT_TYPES } from '../../api/vocabulary/event-envelope.js'
 
 const withParams = route({
   method: 'GET', path: '/v1/things/:id/parts/:partId', auth: 'tenant', summary: 'A part',
@@ -52,4 +57,54 @@ t.test('operations carry parameters, bodies, responses and problems', async t =>
   t.same(provision.responses['501'].content['application/json'].schema.required, ['error'])
   t.notOk(doc.paths['/v1/health'].get.security, 'health needs no token')
   t.ok(doc.components.schemas.Problem.properties.instance)
+})
+
+const RATE_HEADERS = ['Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'X-RateLimit-Policy']
+
+t.test('429 answers declare the headers the limiter sends with them', async t => {
+  // The tenant's limit refuses; the signup throttle (same limiter, another key) admits.
+  const refuse = { hit: async (key: string, limit: number) => key.startsWith('tenant:')
+    ? { allowed: false, limit, remaining: 0, resetAt: Date.now() + 30_000 }
+    : { allowed: true, limit, remaining: limit - 1, resetAt: Date.now() + 60_000 } }
+  const api = await startApi(t, { routes: ownRoutes([withParams]), services: { rateLimiter: refuse } })
+  const doc = (await api.get('/v1/openapi.json')).body
+  t.same(Object.keys(doc.components.headers).sort(), [...RATE_HEADERS].sort())
+  const declared = doc.paths['/v1/things/{id}/parts/{partId}'].get.responses['429']
+  t.same(Object.keys(declared.headers).sort(), [...RATE_HEADERS].sort())
+  for (const h of RATE_HEADERS) t.same(declared.headers[h], { $ref: `#/components/headers/${h}` })
+  t.match(doc.paths['/v1/auth/signup'].post.responses['429'].headers, { 'Retry-After': {} }, 'the throttled routes without a token too')
+  t.notOk(doc.paths['/v1/health'].get.responses['429'], 'health is not rate-limited')
+
+  const a = await api.signup()
+  const r = await api.get('/v1/things/x/parts/y', { token: a.accessToken })
+  t.equal(r.status, 429)
+  const sent = [...r.headers.keys()].filter(h => h === 'retry-after' || h.startsWith('x-ratelimit-')).sort()
+  t.same(sent, RATE_HEADERS.map(h => h.toLowerCase()).sort(), 'what is sent is what is declared')
+  t.equal(r.headers.get('x-ratelimit-policy'), doc.components.headers['X-RateLimit-Policy'].schema.enum[0])
+})
+
+t.test('the service\'s document: lists itself, describes the stream, and its envelope schema fits the real messages', async t => {
+  const s = await startTestService(t)
+  const doc = (await s.req('GET', '/v1/openapi.json')).body
+  t.ok(doc.paths['/v1/openapi.json']?.get, 'GET /v1/openapi.json is in the document')
+  t.notOk(doc.paths['/v1/stream'], 'the stream is not an HTTP operation')
+  const stream = doc['x-maskline-websockets']['/v1/stream']
+  t.match(stream.description, /bearer, <jwt>/)
+  t.same(stream.parameters.find((p: { name: string }) => p.name === 'types').schema.items.enum, [...EVENT_TYPES])
+  t.same(stream.messages, { $ref: '#/components/schemas/EventEnvelope' })
+
+  // Real messages: a session created, activated and called, as a stream client receives them.
+  const acct = await s.signup()
+  const c = await connectWs(`${s.url}/v1/stream`, { headers: { authorization: `Bearer ${acct.token}` } })
+  t.teardown(() => { c.socket.destroy() })
+  const created = await s.req('POST', '/v1/sessions', { token: acct.token, body: { agentPhone: s.phone(1), customerPhone: s.phone(2) } })
+  t.equal(created.status, 201)
+  await (await s.driver.voice({ from: s.phone(2), to: created.body.proxyNumber, callSid: `v3:openapi-${process.pid}` })).text()
+  await c.waitForMessages(3, 10_000)
+  const ajv = new Ajv({ strict: false, allowUnionTypes: true })
+  formatsPlugin.default(ajv)
+  const check = ajv.compile(doc.components.schemas.EventEnvelope)
+  t.same(c.messages.map(m => JSON.parse(m).type), ['session.created', 'session.activated', 'call.incoming'])
+  for (const m of c.messages) t.ok(check(JSON.parse(m)), `${JSON.parse(m).type} fits: ${ajv.errorsText(check.errors)}`)
+  t.notOk(check({ ...JSON.parse(c.messages[0]!), extra: 1 }), 'and nothing else')
 })
