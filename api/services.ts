@@ -60,8 +60,6 @@ export interface Services {
   rateLimiter: RateLimiter
   /** Pool counts per region and provider (spec 4.8) from the engine; counted in Postgres otherwise. */
   poolCounts?: () => PoolEntry[]
-  /** Health probes (spec 4.11); a Postgres ping and redis 'disabled' otherwise. */
-  checks?: () => Promise<{ postgres: string; redis: string }>
   /** Provider circuit breakers (spec 4.11); an empty list otherwise. */
   cpaasHealth?: () => ProviderHealth[]
   /**

@@ -22,7 +22,7 @@ import { billingRoutes } from '../api/routes/billing.js'
 import { configRoutes } from '../api/routes/config.js'
 import { cpaasRoutes } from '../api/routes/cpaas.js'
 import { deviceRoutes } from '../api/routes/devices.js'
-import { healthRoutes, readinessRoute, type Readiness } from '../api/routes/health.js'
+import { healthRoutes, readinessRoute, type HealthChecks, type Readiness } from '../api/routes/health.js'
 import { numberRoutes } from '../api/routes/numbers.js'
 import { openapiRoute } from '../api/routes/openapi.js'
 import { callRoutes, sessionRoutes } from '../api/routes/sessions.js'
@@ -201,6 +201,12 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       }
     }
 
+    // GET /v1/health must answer even when a dependency hangs: 'down' after 2 s.
+    const checks: HealthChecks = async () => ({
+      postgres: await orAfter(db.pool.oneFirst(sqlPing).then(() => 'ok', () => 'down'), 2_000, 'down'),
+      redis: redis ? await orAfter(redis.ping().then(r => (r === 'PONG' ? 'ok' : 'down'), () => 'down'), 2_000, 'down') : 'disabled',
+    })
+
     let stream: Stream | null = null
     const dispatcher = createDispatcher({
       pool: db.pool, log, now, onOutcome: metrics.webhook, allowInsecure: cfg.webhookAllowInsecure, secrets: createSecretCipher(cfg.phoneKey),
@@ -231,11 +237,6 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       authenticator: createAuthenticator({ jwtSecret: cfg.jwtSecret, phoneKey: cfg.phoneKey, now, directory: tenants }),
       tenants,
       poolCounts: () => engine.poolCounts(now()),
-      // Health must answer even when a dependency hangs: 'down' after 2 s.
-      checks: async () => ({
-        postgres: await orAfter(db.pool.oneFirst(sqlPing).then(() => 'ok', () => 'down'), 2_000, 'down'),
-        redis: redis ? await orAfter(redis.ping().then(r => (r === 'PONG' ? 'ok' : 'down'), () => 'down'), 2_000, 'down') : 'disabled',
-      }),
       onTenantChanged: (t: TenantRouting) => tenants.changedHere(t),
       rateLimiter: composeRateLimiter({
         shared: redis ? createRedisRateLimiter({ redis, now, ...(opts.rateLimitPrefix ? { prefix: opts.rateLimitPrefix } : {}) }) : undefined, now, log,
@@ -296,7 +297,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
 
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
-      ...webhookRoutes, ...healthRoutes, readinessRoute(() => readiness), ...cpaasRoutes(telephony),
+      ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...cpaasRoutes(telephony),
       ...analyticsRoutes, ...billingRoutes,
     ]
     // In the table it documents (built on first request), so the document lists itself.

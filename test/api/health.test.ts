@@ -1,6 +1,6 @@
 // Spec 4.11: health and provider breakers, without authentication.
 import t from 'tap'
-import { startApi } from '../gateway/harness.js'
+import { ownRoutes, startApi } from '../gateway/harness.js'
 import { startTestService } from '../support/service.js'
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
@@ -20,9 +20,9 @@ t.test('GET /v1/health: the service pings Postgres, and Redis when configured', 
   t.equal(r.headers.get('x-ratelimit-limit'), null, 'not rate-limited')
 })
 
-t.test('GET /v1/health: the composition root probes; a failing one gives 503 degraded', async t => {
+t.test('GET /v1/health: a failing probe gives 503 degraded', async t => {
   let checks = { postgres: 'ok', redis: 'ok' }
-  const api = await startApi(t, { services: { checks: async () => checks } })
+  const api = await startApi(t, { routes: ownRoutes([], async () => checks) })
   const ok = await api.get('/v1/health')
   t.same({ status: ok.status, body: ok.body.status, checks: ok.body.checks }, { status: 200, body: 'healthy', checks: { postgres: 'ok', redis: 'ok' } })
   checks = { postgres: 'ok', redis: 'error' }

@@ -3,7 +3,7 @@
 // `t.teardown` closes the server.
 import { randomBytes } from 'node:crypto'
 import tap, { type Test } from 'tap'
-import type { DatabasePool } from 'slonik'
+import { sql, type DatabasePool } from 'slonik'
 import { createLogger } from '../../api/log.js'
 import type { RouteDef } from '../../api/route.js'
 import type { Services } from '../../api/services.js'
@@ -11,7 +11,7 @@ import { composeRateLimiter } from '../../api/rate-limit/limiter.js'
 import { authRoutes } from '../../api/routes/auth.js'
 import { configRoutes } from '../../api/routes/config.js'
 import { deviceRoutes } from '../../api/routes/devices.js'
-import { healthRoutes } from '../../api/routes/health.js'
+import { healthRoutes, type HealthChecks } from '../../api/routes/health.js'
 import { numberRoutes } from '../../api/routes/numbers.js'
 import { openapiRoute } from '../../api/routes/openapi.js'
 import { createHttpApp } from '../../gateway/http/app.js'
@@ -54,9 +54,13 @@ export interface Account {
   companyName: string
 }
 
-/** The routes this module owns, plus GET /v1/openapi.json over them. */
-export function ownRoutes(extra: RouteDef[] = []): RouteDef[] {
-  const routes: RouteDef[] = [...authRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes, ...healthRoutes, ...extra]
+/**
+ * The routes this module owns, plus GET /v1/openapi.json over them. `checks`: the probes of GET
+ * /v1/health; by default a ping of the file's database, redis 'disabled' (the service's own probes
+ * are tested through the service, test/api/health.test.ts).
+ */
+export function ownRoutes(extra: RouteDef[] = [], checks: HealthChecks = pingDatabase): RouteDef[] {
+  const routes: RouteDef[] = [...authRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes, ...healthRoutes(checks), ...extra]
   routes.push(openapiRoute(routes))
   return routes
 }
@@ -76,6 +80,11 @@ let shared: Promise<DatabasePool> | null = null
 function sharedDatabase(): Promise<DatabasePool> {
   shared ??= testDatabase(tap).then(db => db.pool)
   return shared
+}
+
+async function pingDatabase(): Promise<{ postgres: string; redis: string }> {
+  const db = await sharedDatabase()
+  return { postgres: await db.oneFirst(sql.unsafe`SELECT 1`).then(() => 'ok', () => 'down'), redis: 'disabled' }
 }
 
 const noDatabase = new Proxy({}, { get() { throw new Error('this test runs without a database') } }) as DatabasePool
