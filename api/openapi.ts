@@ -43,7 +43,7 @@ export function routeProblems(r: RouteDef): ProblemSlug[] {
  * failed sign-ins sends Retry-After alone; `tier-session-limit` carries the X-RateLimit-* of the
  * request's own window, no Retry-After. test/gateway/openapi.test.ts compares these with what is sent.
  */
-export const RATE_LIMIT_HEADERS = {
+const RATE_LIMIT_HEADERS = {
   'Retry-After': { description: 'Seconds until a retry can be admitted (429 rate-limit)', schema: { type: 'integer', minimum: 1 } },
   'X-RateLimit-Limit': { description: 'Requests admitted per 60-second window (the tier quota or the throttle)', schema: { type: 'integer', minimum: 0 } },
   'X-RateLimit-Remaining': { description: 'Requests left in the window', schema: { type: 'integer', minimum: 0 } },
