@@ -21,6 +21,7 @@ export const EventEnvelopeSchema = Type.Object({
     status: Type.Optional(Type.String({ description: 'call.* and sms.*' })),
     durationSeconds: Type.Optional(Type.Integer({ minimum: 0 })),
     smsId: Type.Optional(Uuid),
+    reason: Type.Optional(Type.String({ description: 'sms.blocked: opted_out (the sender texted STOP to this proxy) or channel (the session carries voice only)' })),
     test: Type.Optional(Type.Literal(true, { description: 'A test delivery (POST /v1/webhooks/:id/test)' })),
   }, { additionalProperties: false }),
 }, { additionalProperties: false })

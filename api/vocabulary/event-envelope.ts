@@ -7,13 +7,17 @@ import { uuidv7 } from './ids.js'
 export type EventType =
   | 'session.created' | 'session.activated' | 'session.expired' | 'session.target_swapped'
   | 'call.incoming' | 'call.answered' | 'call.ended' | 'call.failed'
-  | 'sms.sent' | 'sms.received'
+  | 'sms.sent' | 'sms.received' | 'sms.blocked'
 
-/** The nine names POST /v1/webhooks accepts (spec 6); session.target_swapped is always delivered. */
+/**
+ * The names POST /v1/webhooks accepts: spec 6's nine, and sms.blocked (issue #16: an SMS dropped
+ * because its sender opted out or the session does not carry SMS); session.target_swapped is
+ * always delivered.
+ */
 export const SUBSCRIBABLE_EVENTS = [
   'session.created', 'session.activated', 'session.expired',
   'call.incoming', 'call.answered', 'call.ended', 'call.failed',
-  'sms.sent', 'sms.received',
+  'sms.sent', 'sms.received', 'sms.blocked',
 ] as const satisfies readonly EventType[]
 
 /** Every type an envelope can carry: the nine subscribable ones and session.target_swapped (the stream sends them all). */
@@ -30,6 +34,8 @@ export interface EventData {
   status?: string
   durationSeconds?: number
   smsId?: string
+  /** sms.blocked: why the message was dropped (`opted_out`, `channel`). */
+  reason?: string
   test?: true
 }
 
@@ -41,7 +47,7 @@ export interface EventEnvelope {
 }
 
 const DATA_KEYS = ['sessionId', 'tenantId', 'proxyNumber', 'state', 'timestamp', 'callId', 'direction',
-  'status', 'durationSeconds', 'smsId', 'test'] as const
+  'status', 'durationSeconds', 'smsId', 'reason', 'test'] as const
 
 /** A new event, its id a UUIDv7 minted at `at` (so ids order events in time). */
 export function newEnvelope(type: EventType, at: number, data: EventData): EventEnvelope {
