@@ -56,10 +56,10 @@ function streamDescription(): Json {
   return {
     '/v1/stream': {
       summary: 'The tenant\'s events as they are committed, over a WebSocket',
-      description: 'GET /v1/stream with `Connection: Upgrade`, `Upgrade: websocket` (RFC 6455). The tenant token goes ' +
-        'in `Authorization: Bearer <jwt>` or, where headers cannot be set (browsers), as the subprotocol pair ' +
+      description: 'GET /v1/stream with `Connection: Upgrade`, `Upgrade: websocket` (RFC 6455). The token (a tenant token, or a dashboard user ' +
+        'token of the tenant, as the operator console sends) goes in `Authorization: Bearer <jwt>` or, where headers cannot be set (browsers), as the subprotocol pair ' +
         '`Sec-WebSocket-Protocol: bearer, <jwt>`, to which the server answers `bearer`; never in the URL. Refused ' +
-        'handshakes answer a problem document (400 unknown type, 401, 403 for user tokens or a suspended tenant). ' +
+        'handshakes answer a problem document (400 unknown type, 401, 403 for a suspended tenant). ' +
         'Each text message is one event envelope of the caller\'s tenant; clients send nothing. The server pings ' +
         'every 30 s, closes with 1008 when the token expires, with 1001 on shutdown, and closes a consumer that ' +
         'falls 1 MiB behind.',
@@ -80,7 +80,7 @@ function streamDescription(): Json {
         101: { description: 'Switching Protocols; `Sec-WebSocket-Protocol: bearer` when the token came that way' },
         400: { description: 'Problem: validation (an unknown event type in `types`)', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
         401: { description: 'Problem: unauthorized', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
-        403: { description: 'Problem: forbidden (not a tenant token, or the tenant is suspended)', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+        403: { description: 'Problem: forbidden (the tenant is suspended)', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
       },
       messages: { $ref: '#/components/schemas/EventEnvelope' },
     },

@@ -4,7 +4,7 @@
 import type { Authenticator } from '../../api/auth/authenticate.js'
 import { ApiProblem } from '../../api/route.js'
 
-/** A tenant (with the token's expiry, to close the stream when it lapses), a user token, or nothing valid. */
+/** A tenant (with the token's expiry, to close the stream when it lapses), a refusal (suspended tenant), or nothing valid. */
 export type StreamPrincipal = { tenantId: string; expMs?: number } | 'forbidden' | null
 
 export interface HandshakeToken {
@@ -26,13 +26,15 @@ export function extractToken(authorization: string, secWebSocketProtocol: string
 
 /**
  * The `verifyTenantToken` the service passes to registerStream, over the API's own authenticator
- * (services.authenticator, api/auth/authenticate.ts: same JWT rules, same caches): user tokens
- * and suspended tenants are refused with 403 (spec 5.3, DECISIONS 3), anything else invalid 401.
+ * (services.authenticator, api/auth/authenticate.ts: same JWT rules, same caches). Tenant tokens
+ * and, for the operator console (issue 15), dashboard user tokens of any role are admitted
+ * (DECISIONS 6): either way the socket gets its token's tenant's events only. A suspended tenant
+ * is refused with 403 (DECISIONS 3), anything else invalid 401.
  */
 export function streamTokenVerifier(auth: Pick<Authenticator, 'authenticateToken'>): (token: string) => Promise<StreamPrincipal> {
   return async token => {
     try {
-      const ctx = await auth.authenticateToken(token, 'tenant')
+      const ctx = await auth.authenticateToken(token, 'any')
       return { tenantId: ctx.tenantId, expMs: expiryOf(token) }
     } catch (err) {
       if (err instanceof ApiProblem) return err.slug === 'forbidden' ? 'forbidden' : null

@@ -110,14 +110,14 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
       const types = parseTypes(rawQuery)
       if (!types.ok) { refuse(res, 'validation', 'types must name stream event types', [types.issue]); return }
       const { token, protocol } = extractToken(authorization, secProtocol)
-      if (!token) { refuse(res, 'unauthorized', 'a tenant token is required on the handshake'); return }
+      if (!token) { refuse(res, 'unauthorized', 'a tenant or dashboard token is required on the handshake'); return }
 
       opts.verifyTenantToken(token).then(
         (principal: StreamPrincipal) => {
           if (aborted) return
           res.cork(() => {
             if (principal === null) return refuse(res, 'unauthorized')
-            if (principal === 'forbidden') return refuse(res, 'forbidden', 'the stream takes tenant tokens only')
+            if (principal === 'forbidden') return refuse(res, 'forbidden', 'the tenant is suspended')
             const { tenantId } = principal
             const topics = types.types ? types.types.map(t => typeTopic(tenantId, t)) : [tenantTopic(tenantId)]
             res.upgrade<SocketData>({ tenantId, topics, expMs: principal.expMs }, secKey, protocol, secExtensions, context)

@@ -45,8 +45,8 @@ async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: S
 
 const tenantToken = (tenantId: string, ttlSeconds?: number) =>
   issueToken(jwtSecret, { typ: 'tenant', sub: 'key', tenantId, tier: 'STARTER', scopes: ['api'] }, Date.now(), ttlSeconds)
-const userToken = (tenantId: string) =>
-  issueToken(jwtSecret, { typ: 'user', sub: uuidv7(), tenantId, tier: 'STARTER', role: 'OWNER' }, Date.now())
+const userToken = (tenantId: string, role: 'OWNER' | 'ADMIN' | 'OPERATOR' = 'OWNER') =>
+  issueToken(jwtSecret, { typ: 'user', sub: uuidv7(), tenantId, tier: 'STARTER', role }, Date.now())
 const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } })
 
 function event(tenantId: string, type: EventType = 'session.created', n = 0) {
@@ -112,11 +112,30 @@ t.test('handshakes without a valid tenant token are refused before the upgrade',
   // never in the URL: a token in the query string does not authenticate
   t.equal((await refusal(s.connect({ query: `?access_token=${good}` }))).status, 401)
   t.equal((await refusal(s.connect({ query: `?token=${good}` }))).status, 401)
-  const user = await refusal(s.connect(bearer(await userToken(a))))
-  t.equal(user.status, 403, 'a dashboard user token is forbidden')
-  t.match(JSON.parse(user.body), { type: 'http://maskline.test/errors/forbidden', status: 403 })
-  t.equal((await refusal(s.connect({ protocols: ['bearer', await userToken(a)] }))).status, 403)
   t.equal(s.stream.connectionCount(), 0)
+})
+
+t.test('dashboard user tokens of every role stream their own tenant\'s events (DECISIONS 6, issue 15)', async t => {
+  const s = await startApp(t)
+  const a = uuidv7(), b = uuidv7()
+  const roles = ['OWNER', 'ADMIN', 'OPERATOR'] as const
+  // the console's way: the subprotocol pair, answered with bearer
+  const users = await Promise.all(roles.map(async role => s.connect({ protocols: ['bearer', await userToken(a, role)] })))
+  for (const c of users) t.equal(c.protocol, 'bearer')
+  const header = await s.connect(bearer(await userToken(a)))
+  const other = await s.connect(bearer(await userToken(b)))
+  const ea = event(a, 'call.ended'), eb = event(b, 'call.ended')
+  s.stream.publishEvent(eb)
+  s.stream.publishEvent(ea)
+  await Promise.all([...users, header].map(c => c.waitForMessages(1)))
+  await other.waitForMessages(1)
+  await new Promise(r => setTimeout(r, 50))
+  for (const c of [...users, header]) t.same(c.messages.map(m => JSON.parse(m)), [ea], 'only its own tenant\'s event')
+  t.same(other.messages.map(m => JSON.parse(m)), [eb])
+  const suspended = await startApp(t, { suspended: new Set([a]) })
+  const refused = await refusal(suspended.connect({ protocols: ['bearer', await userToken(a)] }))
+  t.equal(refused.status, 403, 'a suspended tenant\'s user is forbidden')
+  t.match(JSON.parse(refused.body), { type: 'http://maskline.test/errors/forbidden', status: 403 })
 })
 
 t.test('a suspended tenant\'s token is forbidden', async t => {
