@@ -23,7 +23,7 @@ const args = process.argv.slice(2)
 const smoke = args.includes('--smoke')
 const write = args.includes('--write')
 const startedAt = new Date()
-const loadAtStart = loadavg()[0]
+const loadAtStart = loadavg()[0]!
 const sessionsArg = args.indexOf('--sessions')
 const N = sessionsArg >= 0 ? Number(args[sessionsArg + 1]) : smoke ? 20_000 : 1_000_000
 const PROXIES = Math.max(1_000, Math.round(N / 10))
@@ -75,7 +75,7 @@ function sessionId(i: number): SessionId {
   codes.length = 0
   for (let k = 0; k < 32; k++) {
     if (k === 8 || k === 12 || k === 16 || k === 20) codes.push(45)
-    codes.push(HEX.charCodeAt(HEX.indexOf(hex[k])))
+    codes.push(HEX.charCodeAt(HEX.indexOf(hex[k]!)))
   }
   return flat() as SessionId
 }
@@ -85,7 +85,7 @@ function shapeOf(i: number): Shape {
   const h = mix(i)
   const tenant = h % TENANTS
   const region = (h >>> 8) % REGIONS.length
-  const area = REGIONS[region].partyArea
+  const area = REGIONS[region]!.partyArea
   const hotline = (h >>> 16) % HOTLINE_SHARE === 0
   // Regular agents: numbers 5,000,000+ in the party area, SESSIONS_PER_AGENT sessions each.
   const agentLocal = hotline ? tenant : 5_000_000 + Math.floor(i / SESSIONS_PER_AGENT) * TENANTS * 2 + tenant * 2 + region
@@ -117,7 +117,7 @@ for (let i = 0; i < N; i++) {
   const s = shapeOf(i)
   const input: CreateInput = {
     id: sessionId(i),
-    tenantId: tenants[s.tenant].id,
+    tenantId: tenants[s.tenant]!.id,
     agentPhone: s.agent,
     customerPhone: s.customer,
     directionMode: 'BIDIRECTIONAL',
@@ -155,7 +155,7 @@ function routeQueries(seed: number): { proxies: string[]; callers: string[] } {
 }
 
 function percentile(sorted: Float64Array, p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
 }
 
 /**
@@ -166,8 +166,8 @@ function timeEach(label: string, as: string[], bs: string[], fn: (a: string, b: 
   const samples = new Float64Array(QUERIES)
   let sink = 0
   for (let q = 0; q < QUERIES; q++) {
-    const a = copy(as[q])
-    const b = copy(bs[q])
+    const a = copy(as[q]!)
+    const b = copy(bs[q]!)
     const t0 = process.hrtime.bigint()
     const r = fn(a, b)
     const t1 = process.hrtime.bigint()
@@ -191,12 +191,12 @@ function timeBatch(fn: (q: number) => unknown): number {
 const nowRoute = now0 + N
 const warm = routeQueries(1 << 28)
 let connects = 0
-for (let q = 0; q < QUERIES; q++) if (engine.route(warm.proxies[q], warm.callers[q], nowRoute).kind === 'connect') connects++
+for (let q = 0; q < QUERIES; q++) if (engine.route(warm.proxies[q]!, warm.callers[q]!, nowRoute).kind === 'connect') connects++
 if (connects !== QUERIES) throw new Error(`warm-up: ${QUERIES - connects} queries did not connect`)
 const timed = routeQueries(1 << 29)
 const route = timeEach('route', timed.proxies, timed.callers, (proxy, caller) => engine.route(proxy, caller, nowRoute))
 const batchQ = routeQueries(1 << 30)
-const routeBatch = timeBatch(q => engine.route(batchQ.proxies[q], batchQ.callers[q], nowRoute))
+const routeBatch = timeBatch(q => engine.route(batchQ.proxies[q]!, batchQ.callers[q]!, nowRoute))
 
 // Baseline: a bare Map.get on a 1M-key Map<string, object>, keys shaped like caller numbers.
 const MAP_KEYS = 1_000_000
@@ -204,11 +204,11 @@ const map = new Map<string, { n: number }>()
 for (let k = 0; k < MAP_KEYS; k++) map.set(phone(303, k), { n: k })
 const mapQueries = (seed: number) => Array.from({ length: QUERIES }, (_, q) => phone(303, mix(seed + q) % MAP_KEYS))
 const mapWarm = mapQueries(7)
-for (let q = 0; q < QUERIES; q++) map.get(mapWarm[q])
+for (let q = 0; q < QUERIES; q++) map.get(mapWarm[q]!)
 const mapTimed = mapQueries(11)
 const mapget = timeEach('mapget', mapTimed, mapTimed, key => map.get(key))
 const mapBatchQ = mapQueries(13)
-const mapBatch = timeBatch(q => map.get(mapBatchQ[q]))
+const mapBatch = timeBatch(q => map.get(mapBatchQ[q]!))
 const timer = timeEach('timer', mapTimed, mapTimed, () => undefined)
 
 // Mass expiry: every session hits its hard timeout; one tick() per simulated second, as the

@@ -62,7 +62,8 @@ function searchRing(ring: ProxyRing, req: AllocationRequest, tries: number): Pro
   const items = ring.items
   const n = items.length
   for (let k = 0, i = ring.cursor % n; k < tries && k < n; k++, i = i + 1 === n ? 0 : i + 1) {
-    if (fits(items[i], req)) return items[i]
+    const p = items[i]!
+    if (fits(p, req)) return p
   }
   return null
 }

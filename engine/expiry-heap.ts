@@ -45,7 +45,7 @@ export class ExpiryHeap<T extends HeapItem> {
   update(item: T): void {
     const i = item.heapPos
     if (i < 0 || this.#items[i] !== item) return
-    const old = this.#keys[i]
+    const old = this.#keys[i]!
     this.#keys[i] = item.expiresAt
     if (item.expiresAt < old) this.#up(i)
     else this.#down(i)
@@ -54,14 +54,16 @@ export class ExpiryHeap<T extends HeapItem> {
   #up(i: number): void {
     const items = this.#items
     const keys = this.#keys
-    const item = items[i]
-    const key = keys[i]
+    // Indexes below are in bounds by construction (0 <= i < n): `!` costs nothing at run time.
+    const item = items[i]!
+    const key = keys[i]!
     while (i > 0) {
       const parent = (i - 1) >> 1
-      if (keys[parent] <= key) break
-      items[i] = items[parent]
-      keys[i] = keys[parent]
-      items[i].heapPos = i
+      const up = items[parent]!
+      if (keys[parent]! <= key) break
+      items[i] = up
+      keys[i] = keys[parent]!
+      up.heapPos = i
       i = parent
     }
     items[i] = item
@@ -73,16 +75,17 @@ export class ExpiryHeap<T extends HeapItem> {
     const items = this.#items
     const keys = this.#keys
     const n = items.length
-    const item = items[i]
-    const key = keys[i]
+    const item = items[i]!
+    const key = keys[i]!
     for (;;) {
       let child = 2 * i + 1
       if (child >= n) break
-      if (child + 1 < n && keys[child + 1] < keys[child]) child++
-      if (keys[child] >= key) break
-      items[i] = items[child]
-      keys[i] = keys[child]
-      items[i].heapPos = i
+      if (child + 1 < n && keys[child + 1]! < keys[child]!) child++
+      if (keys[child]! >= key) break
+      const down = items[child]!
+      items[i] = down
+      keys[i] = keys[child]!
+      down.heapPos = i
       i = child
     }
     items[i] = item

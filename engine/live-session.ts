@@ -53,7 +53,7 @@ function packFlags(rec: SessionRecord): number {
     (CONSENTS.indexOf(rec.consentPrompt) << 4) | (rec.recordingEnabled ? RECORDING : 0)
 }
 
-export function consentOf(flags: number): ConsentPrompt { return CONSENTS[(flags >> 4) & 3] }
+export function consentOf(flags: number): ConsentPrompt { return CONSENTS[(flags >> 4) & 3]! }
 
 export class LiveSession implements LiveView {
   // Declaration order is memory order: what route() reads comes first, to share cache lines.
@@ -144,12 +144,12 @@ export class LiveSession implements LiveView {
       id: this.id,
       tenantId: this.tenant.routing.id,
       proxyNumber: this.proxy.number,
-      state: STATES[f & 3],
-      directionMode: MODES[(f >> 2) & 3],
+      state: STATES[f & 3]!,
+      directionMode: MODES[(f >> 2) & 3]!,
       gracePeriodMinutes: this.grace,
       maxDurationMinutes: this.maxDuration,
       recordingEnabled: (f & RECORDING) !== 0,
-      consentPrompt: CONSENTS[(f >> 4) & 3],
+      consentPrompt: CONSENTS[(f >> 4) & 3]!,
       agentPhone: this.agent,
       customerPhone: this.customer,
       createdAt: this.createdAt,

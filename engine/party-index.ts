@@ -78,7 +78,7 @@ export class PartyIndex {
 
   /** Whether the caller of this slot is its session's agent (party A). */
   isAgentAt(slot: number): boolean {
-    return this.#keys[2 * slot] < 0
+    return this.#keys[2 * slot]! < 0
   }
 
   get(proxyKey: number, callerKey: number): LiveSession | undefined {
@@ -116,12 +116,12 @@ export class PartyIndex {
     // Backward shift: pull later entries of the probe run into the hole unless that would put
     // them before their home slot.
     for (let j = (i + 1) & mask; keys[2 * j] !== 0; j = (j + 1) & mask) {
-      const home = hash(Math.abs(keys[2 * j]), keys[2 * j + 1]) & mask
+      const home = hash(Math.abs(keys[2 * j]!), keys[2 * j + 1]!) & mask
       const stays = i <= j ? i < home && home <= j : i < home || home <= j
       if (stays) continue
-      keys[2 * i] = keys[2 * j]
-      keys[2 * i + 1] = keys[2 * j + 1]
-      values[i] = values[j]
+      keys[2 * i] = keys[2 * j]!
+      keys[2 * i + 1] = keys[2 * j + 1]!
+      values[i] = values[j]!
       i = j
     }
     keys[2 * i] = 0
@@ -146,9 +146,9 @@ export class PartyIndex {
     // Keys are unique here: each goes to the first free slot of its probe run, no find() first
     // (a million-session boot grows the table a dozen times).
     for (let i = 0; i < oldValues.length; i++) {
-      const p = oldKeys[2 * i]
+      const p = oldKeys[2 * i]!
       if (p === 0) continue
-      const c = oldKeys[2 * i + 1]
+      const c = oldKeys[2 * i + 1]!
       let j = hash(Math.abs(p), c) & mask
       while (keys[2 * j] !== 0) j = (j + 1) & mask
       keys[2 * j] = p

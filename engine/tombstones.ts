@@ -37,8 +37,9 @@ export class Tombstones {
   prune(now: number): void {
     let h = this.#head
     const ids = this.#ids
-    while (h < ids.length && this.#stampedAt[h] + this.ttlMs <= now) {
-      if (this.#versions.get(ids[h]) === this.#versionsAt[h]) this.#versions.delete(ids[h])
+    while (h < ids.length && this.#stampedAt[h]! + this.ttlMs <= now) {
+      const id = ids[h]!
+      if (this.#versions.get(id) === this.#versionsAt[h]) this.#versions.delete(id)
       h++
     }
     if (h > 1024 && h * 2 > ids.length) {

@@ -94,6 +94,7 @@ t.test('direction modes', async t => {
 
       await landed('call_records', s.id, 'FAILED', 'the rejected call record')
       const [rejected, ...others] = await callList(s.id)
+      if (rejected === undefined) throw new Error('no call record')
       t.same(others, [], 'one record')
       t.match(rejected, { sessionId: s.id, status: 'FAILED', direction: m.deniedDirection, durationSeconds: 0, answeredAt: null, endedAt: String, recordingUrl: null })
       t.match((await api.req('GET', `/v1/calls/${rejected.id}`, { token: acct.token })).body, { id: rejected.id, status: 'FAILED', direction: m.deniedDirection })

@@ -66,7 +66,7 @@ function run(cmds: Cmd[]): void {
   const fits = (number: string, tenantId: string, agent: E164, customer: E164, sessions: SessionRecord[]) => {
     const on = sessions.filter(s => s.proxyNumber === number)
     if (on.length === 0) return (releasedAt.get(number) ?? -Infinity) + COOLDOWN <= now
-    return on[0].tenantId === tenantId && on.every(s => ![s.agentPhone, s.customerPhone].some(p => p === agent || p === customer))
+    return on[0]!.tenantId === tenantId && on.every(s => ![s.agentPhone, s.customerPhone].some(p => p === agent || p === customer))
   }
 
   for (const cmd of cmds) {
@@ -74,7 +74,7 @@ function run(cmds: Cmd[]): void {
     const pick = (k: number) => sessions.length === 0 ? undefined : sessions[k % sessions.length]
     if (cmd.c === 'create') {
       if (cmd.agent === cmd.customer) continue // refused at the API
-      const tenantId = TENANTS[cmd.tenant].id
+      const tenantId = TENANTS[cmd.tenant]!.id
       const inp = input({ tenantId, agentPhone: PARTIES[cmd.agent], customerPhone: PARTIES[cmd.customer], directionMode: MODES[cmd.mode], gracePeriodMinutes: cmd.grace, maxDurationMinutes: cmd.max })
       const plan = engine.planCreate(inp, now)
       note(plan.ok ? 'created' : plan.rejection)
@@ -92,7 +92,7 @@ function run(cmds: Cmd[]): void {
       if (rec === undefined) continue
       const msg = cmd.c === 'end' ? { type: 'end' as const }
         : cmd.c === 'patch' ? { type: 'patch' as const, gracePeriodMinutes: cmd.grace }
-          : { type: 'swap-target' as const, customerPhone: PARTIES[cmd.customer] }
+          : { type: 'swap-target' as const, customerPhone: PARTIES[cmd.customer]! }
       const plan = engine.plan(rec, msg, now)
       note(plan.ok ? (plan.changed ? `${msg.type} applied` : `${msg.type} unchanged`) : `${msg.type} ${plan.rejection}`)
       if (plan.ok) {

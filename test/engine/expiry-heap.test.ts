@@ -33,7 +33,7 @@ t.test('behaves like a sorted list', async t => {
         heap.remove(top)
         live = live.filter(i => i !== top)
       } else if (live.length > 0) {
-        const item = live[o.k % live.length]
+        const item = live[o.k % live.length]!
         if (o.op === 'remove') {
           heap.remove(item)
           heap.remove(item) // twice is harmless

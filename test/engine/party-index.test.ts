@@ -33,10 +33,10 @@ t.test('behaves like a Map keyed by (proxy, caller), with the role kept', async 
     for (const o of ops) {
       const k = `${o.p}/${o.c}`
       if (o.op === 'set') {
-        index.set(o.p, o.c, o.agent, sessions[o.v])
+        index.set(o.p, o.c, o.agent, sessions[o.v]!)
         model.set(k, { agent: o.agent, v: o.v })
       } else {
-        index.delete(o.p, o.c, sessions[o.v])
+        index.delete(o.p, o.c, sessions[o.v]!)
         if (model.get(k)?.v === o.v) model.delete(k)
       }
       if (index.size !== model.size) return false

@@ -40,7 +40,7 @@ function importsOf(src: string): string[] {
     /\bimport\s*\(\s*['"`]([^'"`]+)['"`]\s*\)/g,
     /\bimport\s*\(\s*([^'"`\s)][^)]*)\)/g, // a computed dynamic import is itself a violation
   ]
-  for (const re of patterns) for (const m of src.matchAll(re)) specs.push(m[1])
+  for (const re of patterns) for (const m of src.matchAll(re)) specs.push(m[1]!)
   return specs
 }
 
