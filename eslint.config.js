@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.tap/', 'coverage/', 'data/', 'bench/results/'] },
+  { ignores: ['dist/', 'node_modules/', '.tap/', 'coverage/', 'data/', 'bench/results/', 'console/dist/', 'test/artifacts/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -10,6 +10,22 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'error',
+    },
+  },
+  // Type-aware rules (issue #14): a promise nobody awaits or catches is how a background writer
+  // wedges or Node 20 exits on an unhandled rejection; a promise passed where a callback's result
+  // is ignored (uWS handlers, timers, event listeners) is the same fault one step removed.
+  {
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // tap's test() and t.test() return promises the runner itself awaits.
+      '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafeCalls: [
+        { from: 'package', package: 'tap', name: ['test', 'only', 'skip', 'todo'] },
+        { from: 'package', package: '@tapjs/core', name: ['test', 'only', 'skip', 'todo'] },
+        { from: 'package', package: '@tapjs/test', name: ['test', 'only', 'skip', 'todo'] },
+      ] }],
+      '@typescript-eslint/no-misused-promises': 'error',
     },
   },
   { files: ['bench/**', 'test/**', '.ci/**'], rules: { 'no-console': 'off' } },

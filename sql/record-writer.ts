@@ -128,8 +128,9 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
     stats.pending++
     return new Promise<T>(resolve => {
       pending.push({ data, done: resolve as (r: Result) => void })
-      if (pending.length >= maxBatch) cut()
-      else timer ??= setTimeout(cut, flushMs)
+      // cut()'s promise settles when the batch is queued for apply; callers wait on their own op.
+      if (pending.length >= maxBatch) void cut()
+      else timer ??= setTimeout(() => void cut(), flushMs)
     })
   }
 
