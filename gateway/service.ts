@@ -27,6 +27,7 @@ import { numberRoutes } from '../api/routes/numbers.js'
 import { openapiRoute } from '../api/routes/openapi.js'
 import { callRoutes, sessionRoutes } from '../api/routes/sessions.js'
 import { webhookRoutes } from '../api/routes/webhooks.js'
+import { consoleRoutes } from '../api/routes/console.js'
 import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
@@ -56,6 +57,7 @@ import { TelnyxProvider } from './cpaas/telnyx-provider.js'
 import { createDispatcher } from './webhooks/dispatcher.js'
 import { registerStream, type Stream } from './stream/stream.js'
 import { streamTokenVerifier } from './stream/auth.js'
+import { registerConsole } from './console.js'
 import { createServiceMetrics, listenMetrics, type ServiceMetrics } from './metrics.js'
 
 export interface StartOptions {
@@ -300,6 +302,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...cpaasRoutes(telephony),
       ...analyticsRoutes, ...billingRoutes,
     ]
+    routes.push(...consoleRoutes(routes)) // the operator console's API: the same handlers for user tokens (#15)
     // In the table it documents (built on first request), so the document lists itself.
     routes.push(openapiRoute(routes, { stream: true }))
     const http = createHttpApp({
@@ -314,6 +317,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
           verifyTenantToken: streamTokenVerifier(services.authenticator),
           log, publicBaseUrl: () => services.config.publicBaseUrl, now, onClose: metrics.streamClosed,
         })
+        registerConsole(app, { log, publicBaseUrl: () => services.config.publicBaseUrl }) // GET /console (#15)
       },
     })
     const port = await http.listen(cfg.host, cfg.port)

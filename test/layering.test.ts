@@ -10,6 +10,9 @@
 //                     the gateway's dispatcher also uses): engine/, sql/ and api/ — never gateway/
 //   gateway           the edge and composition root (uWS, Redis bus, Telnyx client, dispatcher,
 //                     main): may import every layer above; nothing imports it
+//   console           the operator console's browser sources (issue 15): its own files and npm
+//                     packages only; it reaches the service over HTTP, never by import, and the
+//                     gateway serves its built files without importing them
 //
 // So dependencies point one way, toward the pure engine: adapters at the edge depend on it, never
 // the reverse. No production file imports test/ or bench/; test/ and bench/ may import anything.
@@ -20,21 +23,22 @@ import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('../', import.meta.url))
 
-type Layer = 'engine' | 'vocabulary' | 'sql' | 'api' | 'gateway' | 'test' | 'bench'
+type Layer = 'engine' | 'vocabulary' | 'sql' | 'api' | 'gateway' | 'console' | 'test' | 'bench'
 
-const ALLOWED: Record<'engine' | 'vocabulary' | 'sql' | 'api' | 'gateway', readonly Layer[]> = {
+const ALLOWED: Record<'engine' | 'vocabulary' | 'sql' | 'api' | 'gateway' | 'console', readonly Layer[]> = {
   engine: ['engine'],
   vocabulary: ['vocabulary', 'engine'],
   sql: ['sql', 'vocabulary', 'engine'],
   api: ['api', 'vocabulary', 'sql', 'engine'],
   gateway: ['gateway', 'api', 'vocabulary', 'sql', 'engine'],
+  console: ['console'],
 }
 
 /** The layer of a repository-relative path (posix separators), or undefined outside the source tree. */
 function layerOf(path: string): Layer | undefined {
   const [top, second] = path.split('/')
   if (top === 'api' && second === 'vocabulary') return 'vocabulary'
-  if (top === 'engine' || top === 'sql' || top === 'api' || top === 'gateway' || top === 'test' || top === 'bench') return top
+  if (top === 'engine' || top === 'sql' || top === 'api' || top === 'gateway' || top === 'console' || top === 'test' || top === 'bench') return top
   return undefined
 }
 
@@ -103,12 +107,16 @@ t.test('the scanner catches what it is meant to catch', async t => {
   t.same(violations('gateway/x.ts', `import { a } from '../api/route.js'\nimport { b } from '../sql/db.js'\nimport { c } from '../engine/index.js'`), [])
   t.same(violations('sql/x.ts', `// once imported '../api/route.js'\nimport pg from 'pg'\nconst m = await import('@electric-sql/pglite')`), [])
   t.same(violations('test/x.ts', `import { S } from '../gateway/service.js'`), [], 'tests may import anything')
+  t.same(violations('console/src/x.ts', `import type { SessionView } from '../../api/schemas/session.js'`), ['console imports api: ../../api/schemas/session.js'])
+  t.same(violations('console/src/x.ts', `import { html } from 'htm/preact'\nimport { get } from './api.js'`), [])
+  t.same(violations('gateway/x.ts', `import { App } from '../console/src/main.js'`), ['gateway imports console: ../console/src/main.js'])
 })
 
 t.test('every source file imports along the layering', async t => {
-  const files = ['engine', 'sql', 'api', 'gateway'].flatMap(sources)
+  const files = ['engine', 'sql', 'api', 'gateway', 'console/src'].flatMap(sources)
   t.ok(files.length >= 100, `${files.length} source files found`)
   t.ok(files.some(f => f.startsWith('api/vocabulary/')), 'the vocabulary found')
+  t.ok(files.some(f => f.startsWith('console/src/')), 'the console found')
   for (const f of files) {
     const found = violations(f, readFileSync(join(root, f), 'utf8'))
     if (found.length > 0) t.same(found, [], f)

@@ -1,0 +1,167 @@
+// Sessions: the list (state filter, cursor paging) and one session's timeline, both kept current
+// from the stream. OWNER and ADMIN may end a session, extend its grace period and swap party B
+// (the /v1/console endpoints refuse the rest with 403 as well: the buttons are a convenience, the
+// API is the rule). Parties are named by their role, never by number.
+import { html } from 'htm/preact'
+import { useEffect, useState } from 'preact/hooks'
+import { ApiError, call, canAct, get, session as login } from './api.js'
+import { duration, party, time } from './format.js'
+import { onEvent, type EventEnvelope } from './live.js'
+
+const STATES = ['', 'PENDING', 'ACTIVE', 'GRACE_PERIOD', 'EXPIRED', 'FAILED'] as const
+const PAGE = 20
+const EXTEND_MINUTES = 15
+
+interface SessionView {
+  id: string; proxyNumber: string; state: string; directionMode: string; gracePeriodMinutes: number; maxDurationMinutes: number
+  expiresAt: string; createdAt: string; activatedAt: string; endedAt: string | null; expiredAt: string | null; callCount: number; lastCallAt: string | null
+}
+interface Page<T> { data: T[]; pagination: { count: number; after: string | null } }
+interface Call { id: string; status: string; direction: string; durationSeconds: number; initiatedAt: string; answeredAt: string | null; endedAt: string | null }
+interface Sms { id: string; status: string; direction: string; sentAt: string; deliveredAt: string | null; reason?: string | null }
+
+/** Calls `fn` at most every `ms` for events that `match`. */
+function useEventRefresh(match: (e: EventEnvelope) => boolean, fn: () => void, ms: number, deps: unknown[]): void {
+  useEffect(() => {
+    let t: ReturnType<typeof setTimeout> | null = null
+    const off = onEvent(e => {
+      if (!match(e) || t) return
+      t = setTimeout(() => { t = null; fn() }, ms)
+    })
+    return () => { off(); if (t) clearTimeout(t) }
+  }, deps)
+}
+
+export function SessionsPage(props: { id: string | null }) {
+  return props.id ? html`<${SessionDetail} id=${props.id} />` : html`<${SessionList} />`
+}
+
+function SessionList() {
+  const [state, setState] = useState('')
+  const [cursors, setCursors] = useState<Array<string | undefined>>([undefined])
+  const [page, setPage] = useState<Page<SessionView> | null>(null)
+  const [error, setError] = useState<string | null>(null)
+  const after = cursors[cursors.length - 1]
+
+  const load = () => {
+    const q = new URLSearchParams({ limit: String(PAGE) })
+    if (state) q.set('state', state)
+    if (after) q.set('after', after)
+    get<Page<SessionView>>(`/v1/console/sessions?${q}`).then(p => { setPage(p); setError(null) }, (e: Error) => setError(e.message))
+  }
+  useEffect(load, [state, after])
+  useEventRefresh(e => e.type.startsWith('session.') || e.type === 'call.incoming', load, 500, [state, after])
+
+  return html`
+    <section class="card">
+      <div class="toolbar">
+        <h2>Sessions</h2>
+        <label>State <select id="state-filter" value=${state} onChange=${(e: Event) => { setState((e.target as HTMLSelectElement).value); setCursors([undefined]) }}>
+          ${STATES.map(s => html`<option value=${s}>${s ? s.replace('_', ' ') : 'all'}</option>`)}
+        </select></label>
+      </div>
+      ${error ? html`<p class="error">${error}</p>` : null}
+      <table id="session-list">
+        <thead><tr><th>Proxy number</th><th>State</th><th>Created</th><th>Expires</th><th>Calls</th></tr></thead>
+        <tbody>
+          ${(page?.data ?? []).map(s => html`
+            <tr data-session=${s.id}>
+              <td><a href=${`#/sessions/${s.id}`}>${s.proxyNumber}</a></td>
+              <td><span class=${`badge state-${s.state}`}>${s.state.replace('_', ' ')}</span></td>
+              <td>${time(s.createdAt)}</td><td>${time(s.expiresAt)}</td><td>${s.callCount}</td>
+            </tr>`)}
+        </tbody>
+      </table>
+      ${page && page.data.length === 0 ? html`<p class="muted">No sessions.</p>` : null}
+      <div class="pager">
+        <button id="prev-page" disabled=${cursors.length === 1} onClick=${() => setCursors(c => c.slice(0, -1))}>← Newer</button>
+        <button id="next-page" disabled=${!page?.pagination.after} onClick=${() => setCursors(c => [...c, page!.pagination.after!])}>Older →</button>
+      </div>
+    </section>`
+}
+
+interface Detail { s: SessionView; calls: Call[]; sms: Sms[]; events: EventEnvelope[] }
+
+function SessionDetail(props: { id: string }) {
+  const [d, setD] = useState<Detail | null>(null)
+  const [error, setError] = useState<string | null>(null)
+  const [notice, setNotice] = useState<string | null>(null)
+  const [busy, setBusy] = useState(false)
+  const [target, setTarget] = useState('')
+  const base = `/v1/console/sessions/${props.id}`
+
+  const load = () => {
+    Promise.all([
+      get<SessionView>(base), get<Page<Call>>(`${base}/calls?limit=200`), get<Page<Sms>>(`${base}/sms?limit=200`), get<{ data: EventEnvelope[] }>(`${base}/events`),
+    ]).then(([s, calls, sms, events]) => { setD({ s, calls: calls.data, sms: sms.data, events: events.data }); setError(null) }, (e: Error) => setError(e.message))
+  }
+  useEffect(load, [props.id])
+  useEventRefresh(e => e.data.sessionId === props.id, load, 100, [props.id])
+
+  const act = (what: string, method: string, path: string, body?: unknown) => {
+    setBusy(true)
+    setNotice(null)
+    call<SessionView>(method, path, body).then(
+      () => { setNotice(`${what}: done`); load() },
+      (e: ApiError) => setNotice(`${what} refused: ${e.message}`),
+    ).finally(() => setBusy(false))
+  }
+
+  if (error && !d) return html`<section class="card"><p class="error">${error}</p><a href="#/sessions">← Sessions</a></section>`
+  if (!d) return html`<section class="card"><p class="muted">Loading…</p></section>`
+  const { s } = d
+  const live = s.state === 'PENDING' || s.state === 'ACTIVE' || s.state === 'GRACE_PERIOD'
+  const writer = canAct(login())
+  return html`
+    <section class="card" id="session-detail" data-session=${s.id} data-state=${s.state}>
+      <a href="#/sessions">← Sessions</a>
+      <h2>Session via ${s.proxyNumber} <span class=${`badge state-${s.state}`} id="session-state">${s.state.replace('_', ' ')}</span></h2>
+      <dl class="facts">
+        <dt>Direction</dt><dd>${s.directionMode.replaceAll('_', ' ').toLowerCase()}</dd>
+        <dt>Grace period</dt><dd>${s.gracePeriodMinutes} min</dd>
+        <dt>Expires</dt><dd>${time(s.expiresAt)}</dd>
+        <dt>Calls</dt><dd>${s.callCount}</dd>
+      </dl>
+      ${writer && live ? html`
+        <div class="actions" id="session-actions">
+          <button id="end-session" disabled=${busy || s.state === 'GRACE_PERIOD'} onClick=${() => act('End', 'POST', `${base}/end`)}>End session</button>
+          <button id="extend-grace" disabled=${busy} onClick=${() => act('Extend grace', 'PATCH', base, { gracePeriodMinutes: s.gracePeriodMinutes + EXTEND_MINUTES })}>Grace +${EXTEND_MINUTES} min</button>
+          <form id="swap-form" onSubmit=${(e: Event) => {
+            e.preventDefault()
+            const customerPhone = target.trim()
+            setTarget('') // the number typed is sent, never kept on the page
+            act('Swap', 'PATCH', `${base}/target`, { customerPhone })
+          }}>
+            <input id="swap-target" type="tel" autocomplete="off" placeholder="new party B, E.164" pattern="\\+[1-9][0-9]{6,14}" required
+              value=${target} onInput=${(e: Event) => setTarget((e.target as HTMLInputElement).value)} />
+            <button disabled=${busy}>Swap party B</button>
+          </form>
+        </div>` : null}
+      ${notice ? html`<p class="notice" id="action-notice">${notice}</p>` : null}
+      <h3>Timeline</h3>
+      <ol class="timeline" id="timeline">${timeline(d).map(i => html`
+        <li data-kind=${i.kind} data-status=${i.status ?? ''}><time>${time(i.at)}</time> <span>${i.text}</span></li>`)}
+      </ol>
+    </section>`
+}
+
+interface Item { at: string; kind: string; text: string; status?: string }
+
+function timeline(d: Detail): Item[] {
+  const { s } = d
+  const items: Item[] = [{ at: s.createdAt, kind: 'created', text: 'Session created' }]
+  if (s.activatedAt) items.push({ at: s.activatedAt, kind: 'activated', text: 'Activated' })
+  for (const c of d.calls) {
+    const how = c.status === 'COMPLETED' ? `completed, ${duration(c.durationSeconds)}` : c.status.toLowerCase()
+    items.push({ at: c.initiatedAt, kind: 'call', status: c.status, text: `Call ${party(c.direction, 'from')} → ${party(c.direction, 'to')}: ${how}` })
+  }
+  for (const m of d.sms) {
+    items.push({ at: m.sentAt, kind: 'sms', status: m.status, text: `SMS ${party(m.direction, 'from')} → ${party(m.direction, 'to')}: ${m.status.toLowerCase()}${m.reason ? ` (${m.reason.replace('_', ' ')})` : ''}` })
+  }
+  for (const e of d.events) {
+    if (e.type === 'session.target_swapped') items.push({ at: e.data.timestamp ?? e.createdAt, kind: 'swap', text: 'Party B swapped (proxy kept)' })
+  }
+  if (s.endedAt) items.push({ at: s.endedAt, kind: 'ended', text: `Ended; grace period until ${time(s.expiresAt)}` })
+  if (s.expiredAt) items.push({ at: s.expiredAt, kind: 'expired', text: s.state === 'FAILED' ? 'Failed' : 'Expired' })
+  return items.sort((a, b) => a.at.localeCompare(b.at))
+}
