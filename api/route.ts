@@ -5,6 +5,7 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import type { Tier } from '../engine/types.js'
 import type { Services } from './services.js'
 import { problems, type FieldIssue, type ProblemSlug } from './problems.js'
+import { MasklineError } from '../engine/errors.js'
 
 export type { ProblemSlug } from './problems.js'
 
@@ -99,7 +100,7 @@ export function route<B extends TSchema | undefined = undefined, Q extends TSche
 }
 
 /** Throw from a handler (or anything it calls) to answer with a catalog problem. */
-export class ApiProblem extends Error {
+export class ApiProblem extends MasklineError {
   readonly slug: ProblemSlug
   readonly status: number
   readonly detail: string | undefined
@@ -107,8 +108,7 @@ export class ApiProblem extends Error {
   readonly headers: Record<string, string> | undefined
 
   constructor(slug: ProblemSlug, detail?: string, extras?: { errors?: FieldIssue[]; headers?: Record<string, string> }) {
-    super(detail ?? problems[slug].title)
-    this.name = 'ApiProblem'
+    super('ML_ERR_PROBLEM', detail ?? problems[slug].title)
     this.slug = slug
     this.status = problems[slug].status
     this.detail = detail

@@ -7,6 +7,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { validateSignatureConfig } from './cpaas/signature.js'
 import { canonicalIp } from './http/client-ip.js'
+import { MasklineError } from '../engine/errors.js'
 
 const Bool = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')])
 const Int = Type.String({ pattern: '^[0-9]+$' })
@@ -82,7 +83,11 @@ export interface Config {
   busMaxLen: number
 }
 
-export class ConfigError extends Error {}
+export class ConfigError extends MasklineError {
+  constructor(message: string) {
+    super('ML_ERR_CONFIG', message)
+  }
+}
 
 export const DEFAULT_NUMBER_POOL = 'US:+12025550100-+12025550199'
 

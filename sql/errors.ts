@@ -2,6 +2,7 @@
 // StoreError carrying a slug, the SQLSTATE and the constraint name: never the driver's message,
 // which can quote row values (party hashes, ids) and, for connection failures, host names.
 import { setTimeout as delay } from 'node:timers/promises'
+import { MasklineError } from '../engine/errors.js'
 
 /**
  * - conflict: a unique key is taken (spec 7: 409 conflict).
@@ -16,17 +17,14 @@ import { setTimeout as delay } from 'node:timers/promises'
 export type StoreErrorSlug =
   | 'conflict' | 'proxy-conflict' | 'not-found' | 'validation' | 'retryable' | 'unavailable' | 'internal'
 
-export class StoreError extends Error {
+/** `code`: the SQLSTATE (e.g. '23505'), a Node errno code (e.g. 'ECONNREFUSED') or a short word. */
+export class StoreError extends MasklineError {
   readonly slug: StoreErrorSlug
-  /** SQLSTATE (e.g. '23505'), a Node errno code (e.g. 'ECONNREFUSED') or a short word. */
-  readonly code: string
   readonly constraint: string | null
 
   constructor(slug: StoreErrorSlug, code: string, constraint: string | null = null) {
-    super(`store: ${slug} (${code}${constraint ? ` on ${constraint}` : ''})`)
-    this.name = 'StoreError'
+    super(code, `store: ${slug} (${code}${constraint ? ` on ${constraint}` : ''})`)
     this.slug = slug
-    this.code = code
     this.constraint = constraint
   }
 

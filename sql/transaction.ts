@@ -5,6 +5,7 @@
 // whole transaction, only when the store owns it (given a pool, not a caller's connection).
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik'
 import { guard, withRetry } from './errors.js'
+import { MasklineError } from '../engine/errors.js'
 
 /** A pool, or a connection the caller already holds (possibly inside its own transaction). */
 export type Db = DatabasePool | CommonQueryMethods
@@ -20,10 +21,10 @@ export function rollback<T>(value: T): Rollback<T> {
   return new Rollback(value)
 }
 
-class RollbackSignal extends Error {
+class RollbackSignal extends MasklineError {
   readonly value: unknown
   constructor(value: unknown) {
-    super('rollback')
+    super('ML_ERR_ROLLBACK', 'rollback')
     this.value = value
   }
 }

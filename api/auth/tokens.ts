@@ -9,6 +9,7 @@ import { jwtVerify, errors as joseErrors } from 'jose'
 import type { Tier } from '../../engine/types.js'
 import { uuidv7, UUID_RE } from '../vocabulary/ids.js'
 import { ROLES, type Role } from '../route.js'
+import { MasklineError } from '../../engine/errors.js'
 
 const ISSUER = 'maskline'
 const AUDIENCE = { tenant: 'maskline:tenant', user: 'maskline:user' } as const
@@ -22,11 +23,10 @@ export type TokenClaims =
 
 export interface VerifiedToken { claims: TokenClaims; expMs: number }
 
-export class TokenError extends Error {
+export class TokenError extends MasklineError {
   readonly reason: 'expired' | 'invalid'
   constructor(reason: 'expired' | 'invalid') {
-    super(reason === 'expired' ? 'token expired' : 'token invalid')
-    this.name = 'TokenError'
+    super(reason === 'expired' ? 'ML_ERR_TOKEN_EXPIRED' : 'ML_ERR_TOKEN_INVALID', reason === 'expired' ? 'token expired' : 'token invalid')
     this.reason = reason
   }
 }

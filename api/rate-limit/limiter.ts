@@ -3,6 +3,7 @@
 // not counted, so a client that backs off recovers as the window slides.
 import type { Logger } from 'pino'
 import { createMemoryRateLimiter } from './memory.js'
+import { MasklineError } from '../../engine/errors.js'
 
 export const WINDOW_MS = 60_000
 const POLICY = 'sliding-window-60s'
@@ -117,9 +118,8 @@ function guardLimiter(inner: RateLimiter, services: { now: () => number; log: Pi
   }
 }
 
-class LimiterTimeout extends Error {
+class LimiterTimeout extends MasklineError {
   constructor() {
-    super(`no answer from the rate limiter within ${LIMITER_TIMEOUT_MS} ms`)
-    this.name = 'LimiterTimeout'
+    super('ML_ERR_LIMITER_TIMEOUT', `no answer from the rate limiter within ${LIMITER_TIMEOUT_MS} ms`)
   }
 }

@@ -6,6 +6,7 @@
 // `allowInsecure` (WEBHOOK_ALLOW_INSECURE, development and tests only) lifts both rules.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { isIP } from 'node:net'
+import { MasklineError } from '../../engine/errors.js'
 
 export type AddressClass =
   | 'public' | 'unspecified' | 'loopback' | 'private' | 'link-local' | 'metadata' | 'cgnat'
@@ -170,9 +171,9 @@ export function checkWebhookUrl(
   return { ok: true, url }
 }
 
-class BlockedAddressError extends Error {
-  readonly code = 'EBLOCKEDADDRESS'
-  constructor() { super('webhook target resolves to a non-public address') }
+/** Handed to the socket's lookup callback, so its code is errno-shaped, as the callback expects. */
+class BlockedAddressError extends MasklineError {
+  constructor() { super('EBLOCKEDADDRESS', 'webhook target resolves to a non-public address') }
 }
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void

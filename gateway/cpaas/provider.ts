@@ -2,6 +2,8 @@
 // ProviderError only, whose message is a code (`provider-http-500`, `provider-timeout`, ...):
 // never a phone number, the text, a key or the provider's own error text.
 
+import { MasklineError } from '../../engine/errors.js'
+
 export interface SmsMessage {
   from: string
   to: string
@@ -29,16 +31,14 @@ export interface ProviderErrorOptions {
   status?: number
 }
 
-export class ProviderError extends Error {
-  override readonly name = 'ProviderError'
-  readonly code: string
+/** `code`: the provider-side code (`provider-circuit-open`, `provider-timeout`, …), as logged and counted. */
+export class ProviderError extends MasklineError {
   readonly ambiguous: boolean
   readonly providerFault: boolean
   readonly status: number | undefined
 
   constructor(code: string, opts: ProviderErrorOptions) {
-    super(code)
-    this.code = code
+    super(code, code)
     this.ambiguous = opts.ambiguous
     this.providerFault = opts.providerFault
     this.status = opts.status

@@ -21,6 +21,7 @@ import { parseQuery } from './query.js'
 import { send, type Outgoing } from './respond.js'
 import { toFieldIssues } from './validation-errors.js'
 import { toStoreError } from '../../sql/errors.js'
+import { MasklineError } from '../../engine/errors.js'
 
 export interface HttpAppOptions {
   services: Services
@@ -280,10 +281,9 @@ function isJson(ct: string | undefined): boolean {
   return base === JSON_TYPE || (base.startsWith('application/') && base.endsWith('+json'))
 }
 
-class UndeclaredResponse extends Error {
+class UndeclaredResponse extends MasklineError {
   constructor(status: number, why: string) {
-    super(`response ${status} ${why}`)
-    this.name = 'UndeclaredResponse'
+    super('ML_ERR_UNDECLARED_RESPONSE', `response ${status} ${why}`)
   }
 }
 

@@ -4,26 +4,25 @@
 // makes the kernel reset it, and the client then loses the answer (EPIPE, ECONNRESET). Past
 // DRAIN_LIMIT the caller closes anyway: the work stays bounded.
 import type { HttpResponse } from 'uWebSockets.js'
+import { MasklineError } from '../../engine/errors.js'
 
 export const DEFAULT_BODY_LIMIT = 16 * 1024
 
 /** Bytes of an over-large body read and dropped so that the 413 reaches the client. */
 export const DRAIN_LIMIT = 16 * 1024 * 1024
 
-export class BodyTooLarge extends Error {
+export class BodyTooLarge extends MasklineError {
   /** The whole body was read (dropped): the connection can carry the 413 and stay open. */
   readonly drained: boolean
   constructor(drained: boolean) {
-    super('body over the limit')
-    this.name = 'BodyTooLarge'
+    super('ML_ERR_BODY_TOO_LARGE', 'body over the limit')
     this.drained = drained
   }
 }
 
-export class BodyAborted extends Error {
+export class BodyAborted extends MasklineError {
   constructor() {
-    super('client went away before the body was complete')
-    this.name = 'BodyAborted'
+    super('ML_ERR_BODY_ABORTED', 'client went away before the body was complete')
   }
 }
 
