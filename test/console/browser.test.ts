@@ -15,6 +15,11 @@ import { uuidv7 } from '../../api/vocabulary/ids.js'
 import { startTestService } from '../support/service.js'
 import { startWebhookReceiver } from '../support/webhook-receiver.js'
 
+// Browser globals, in the callbacks chromium runs (page.evaluate, waitForFunction): the root
+// tsconfig has no DOM lib, and only these few are used.
+declare const document: { documentElement: { outerHTML: string }; body: { innerText: string }; querySelector(s: string): { textContent: string | null; getAttribute(n: string): string | null } | null; querySelectorAll(s: string): { length: number } }
+declare const sessionStorage: { getItem(key: string): string | null }
+
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(p => p && existsSync(p))
 const ARTIFACTS = fileURLToPath(new URL('../artifacts/console/', import.meta.url))
 const LIVE_MS = 2_000 // issue 15: a call appears within 2 s
@@ -62,7 +67,7 @@ if (!CHROMIUM) {
     async function checkPage(name: string, root: string) {
       await page.waitForSelector(root, { timeout: 5_000 })
       await new Promise(r => setTimeout(r, 300)) // let the page's fetches land
-      const text = await page.$eval('#app', el => (el as HTMLElement).innerText.trim())
+      const text = await page.$eval('#app', el => (el as { innerText: string }).innerText.trim())
       t.ok(text.length > 20, `${name} is not blank`)
       await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true })
       t.same(consoleErrors, [], `${name}: no console errors`)
@@ -140,7 +145,7 @@ if (!CHROMIUM) {
       await checkPage('sessions', '#page-sessions #session-list')
       await page.click(`#session-list tr[data-session="${s.id}"] a`)
       await page.waitForSelector('#timeline li[data-kind="call"][data-status="COMPLETED"]')
-      t.match(await page.$eval('#timeline', el => (el as HTMLElement).innerText), /Customer \(B\) → Agent \(A\): completed, 42 s/)
+      t.match(await page.$eval('#timeline', el => (el as { innerText: string }).innerText), /Customer \(B\) → Agent \(A\): completed, 42 s/)
       const t0 = Date.now()
       const call = await placeCall()
       await page.waitForFunction(() => document.querySelectorAll('#timeline li[data-kind="call"]').length === 2, { timeout: LIVE_MS, polling: 20 })
@@ -151,7 +156,7 @@ if (!CHROMIUM) {
       await page.type('#swap-target', B2)
       await page.click('#swap-form button')
       await page.waitForSelector('#timeline li[data-kind="swap"]', { timeout: LIVE_MS })
-      t.equal(await page.$eval('#swap-target', el => (el as HTMLInputElement).value), '', 'the swap field is emptied')
+      t.equal(await page.$eval('#swap-target', el => (el as { value: string }).value), '', 'the swap field is emptied')
       await checkPage('session-timeline', '#session-detail #session-actions')
     })
 
