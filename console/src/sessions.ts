@@ -11,6 +11,10 @@ import { onEvent, type EventEnvelope } from './live.js'
 const STATES = ['', 'PENDING', 'ACTIVE', 'GRACE_PERIOD', 'EXPIRED', 'FAILED'] as const
 const PAGE = 20
 const EXTEND_MINUTES = 15
+// The console's requests count against the tenant's per-minute limit (spec 8.1) like its API
+// clients' do: a busy tenant's events are coalesced into at most one reload per interval.
+const LIST_REFRESH_MS = 3_000
+const DETAIL_REFRESH_MS = 250
 
 interface SessionView {
   id: string; proxyNumber: string; state: string; directionMode: string; gracePeriodMinutes: number; maxDurationMinutes: number
@@ -20,7 +24,7 @@ interface Page<T> { data: T[]; pagination: { count: number; after: string | null
 interface Call { id: string; status: string; direction: string; durationSeconds: number; initiatedAt: string; answeredAt: string | null; endedAt: string | null }
 interface Sms { id: string; status: string; direction: string; sentAt: string; deliveredAt: string | null; reason?: string | null }
 
-/** Calls `fn` at most every `ms` for events that `match`. */
+/** Calls `fn` once, `ms` after an event that `match`es; the events until then ride along. */
 function useEventRefresh(match: (e: EventEnvelope) => boolean, fn: () => void, ms: number, deps: unknown[]): void {
   useEffect(() => {
     let t: ReturnType<typeof setTimeout> | null = null
@@ -50,7 +54,7 @@ function SessionList() {
     get<Page<SessionView>>(`/v1/console/sessions?${q}`).then(p => { setPage(p); setError(null) }, (e: Error) => setError(e.message))
   }
   useEffect(load, [state, after])
-  useEventRefresh(e => e.type.startsWith('session.') || e.type === 'call.incoming', load, 500, [state, after])
+  useEventRefresh(e => e.type.startsWith('session.') || e.type === 'call.incoming', load, LIST_REFRESH_MS, [state, after])
 
   return html`
     <section class="card">
@@ -96,7 +100,7 @@ function SessionDetail(props: { id: string }) {
     ]).then(([s, calls, sms, events]) => { setD({ s, calls: calls.data, sms: sms.data, events: events.data }); setError(null) }, (e: Error) => setError(e.message))
   }
   useEffect(load, [props.id])
-  useEventRefresh(e => e.data.sessionId === props.id, load, 100, [props.id])
+  useEventRefresh(e => e.data.sessionId === props.id, load, DETAIL_REFRESH_MS, [props.id])
 
   const act = (what: string, method: string, path: string, body?: unknown) => {
     setBusy(true)

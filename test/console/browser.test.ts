@@ -39,11 +39,12 @@ if (!CHROMIUM) {
     t.teardown(() => receiver.close())
     t.equal((await api.req('POST', '/v1/webhooks', { token: owner.token, body: { url: receiver.url, events: ['call.ended'] } })).status, 201)
 
-    const A = api.phone(11), B = api.phone(12), B2 = api.phone(13)
-    const realNumbers = [A, B, B2]
+    const A = api.phone(11), B = api.phone(12), B2 = api.phone(13), A3 = api.phone(14), B3 = api.phone(15)
+    const realNumbers = [A, B, B2, A3, B3]
     const created = await api.req('POST', '/v1/sessions', { token: owner.token, body: { agentPhone: A, customerPhone: B } })
     t.equal(created.status, 201)
     const s = created.body as { id: string; proxyNumber: string }
+    const s3 = (await api.req('POST', '/v1/sessions', { token: owner.token, body: { agentPhone: A3, customerPhone: B3 } })).body as { id: string }
 
     mkdirSync(ARTIFACTS, { recursive: true })
     const profile = mkdtempSync(join(tmpdir(), 'maskline-chromium-'))
@@ -167,6 +168,17 @@ if (!CHROMIUM) {
       const got = await api.req('GET', `/v1/sessions/${s.id}`, { token: owner.token })
       t.equal(got.body.state, 'GRACE_PERIOD', 'the API agrees')
       await checkPage('session-ended', '#session-detail')
+      await page.click('#nav-sessions')
+      await page.waitForSelector(`#session-list tr[data-session="${s3.id}"]`)
+      const listed = () => page.$$eval('#session-list tr[data-session]', rows => rows.map(r => r.getAttribute('data-session')))
+      t.same((await listed()).sort(), [s.id, s3.id].sort(), 'both sessions, unfiltered')
+      await page.select('#state-filter', 'GRACE_PERIOD')
+      await page.waitForFunction(id => !document.querySelector(`#session-list tr[data-session="${id}"]`), {}, s3.id)
+      t.same(await listed(), [s.id], 'the state filter: GRACE_PERIOD')
+      await page.select('#state-filter', 'ACTIVE')
+      await page.waitForFunction(id => !document.querySelector(`#session-list tr[data-session="${id}"]`), {}, s.id)
+      t.same(await listed(), [s3.id], 'the state filter: ACTIVE')
+      await page.select('#state-filter', '')
     })
 
     await t.test('Webhooks: configuration, send test, delivery log', async t => {
