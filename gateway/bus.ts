@@ -14,6 +14,8 @@ export type BusMessage =
   | { kind: 'session'; id: string; version: number }
   | { kind: 'tenant'; id: string }
   | { kind: 'event'; envelope: EventEnvelope }
+  /** Issue #16: a party (by its hash) opted out of, or back into, SMS from a tenant's proxy. */
+  | { kind: 'opt-out'; tenantId: string; proxy: string; partyHash: string; optedOut: boolean }
 
 export interface Bus {
   readonly kind: 'redis' | 'in-process'

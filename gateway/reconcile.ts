@@ -38,6 +38,12 @@ export interface ReconcilerDeps {
   /** The watermark taken before the boot load read the sessions (sessionChangeWatermark). */
   since: string
   sweepMs?: number
+  /**
+   * Other in-memory sets kept equal to Postgres the same way, swept after the sessions on every
+   * sweep (issue #16: the SMS opt-outs, gateway/sms-opt-out.ts). Each keeps its own watermark
+   * and throws when Postgres is away, which fails the sweep like a session read does.
+   */
+  alsoSweep?: ReadonlyArray<() => Promise<unknown>>
 }
 
 export interface SweepResult { changed: number; loaded: number; ms: number }
@@ -97,6 +103,7 @@ export function createReconciler(d: ReconcilerDeps) {
       }
     }
     since = next // only once every load of the window succeeded
+    for (const also of d.alsoSweep ?? []) await also()
     const ms = Math.round(performance.now() - t0)
     if (stale.length > 0) d.log.info({ changed: changes.length, loaded: stale.length, ms }, 'reconciled')
     return { changed: changes.length, loaded: stale.length, ms }

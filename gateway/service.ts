@@ -50,6 +50,8 @@ import { createReconciler } from './reconcile.js'
 import { sessionChangeWatermark } from '../sql/session-changes.js'
 import { TenantDirectory } from './tenant-directory.js'
 import { createTelephony } from './telephony.js'
+import { loadOptOutSet } from './sms-opt-out.js'
+import { createSmsCompliance } from './sms-compliance.js'
 import { createSignatureVerifier } from './cpaas/signature.js'
 import { FailoverProvider } from './cpaas/failover.js'
 import { SandboxProvider } from './cpaas/sandbox-provider.js'
@@ -177,6 +179,8 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
 
     const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, onError: onError('bus'), maxLen: cfg.busMaxLen })
     closers.push(() => bus.close())
+    // Issue #16: every opted-out party (by hash) in memory before anything is served.
+    const optOuts = await loadOptOutSet(db.pool, msgs => bus.publish(msgs))
     // The change is answered for once the other nodes can read it (bounded: Redis never holds a request up).
     announceTenant = id => { bus.publish([{ kind: 'tenant', id }]); return orAfter(bus.settled(), ANNOUNCE_WAIT_MS, undefined) }
     // What the bus lost (a Redis outage) or SQL edited by hand reaches the directory within this.
@@ -272,6 +276,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const telephony = createTelephony({
       engine, tenants, hashParty, records, callCounter, provider, sandbox: cfg.provider === 'sandbox', log, now,
       publicBaseUrl: () => services.config.publicBaseUrl, countCallback: metrics.callback,
+      smsCompliance: createSmsCompliance({ optOuts, tenants, hashParty, records, provider, log, now }),
     })
     const verifier = createSignatureVerifier({
       mode: cfg.signature, publicBaseUrl: () => services.config.publicBaseUrl, now,
@@ -283,7 +288,9 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     // numbers), one reload per session at a time, newer versions only; reconcile with Postgres on
     // a sweep, and at once when the bus may have lost messages. A single node has nothing to do.
     if (bus.kind === 'redis') {
-      const reconciler = createReconciler({ db: db.pool, engine, tenants, cipher, log, since: changesFrom, sweepMs: cfg.reconcileMs })
+      const reconciler = createReconciler({
+        db: db.pool, engine, tenants, cipher, log, since: changesFrom, sweepMs: cfg.reconcileMs, alsoSweep: [() => optOuts.sweep()],
+      })
       closers.unshift(() => reconciler.close())
       bus.onMessage(msg => {
         if (msg.kind === 'event') {
@@ -291,6 +298,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
           stream?.publishEvent(msg.envelope)
         }
         else if (msg.kind === 'tenant') tenants.changed({ id: msg.id }) // its state and its API keys
+        else if (msg.kind === 'opt-out') optOuts.apply(msg)
         else reconciler.reload(msg.id, msg.version)
       })
       bus.onGap(reason => reconciler.gap(reason))

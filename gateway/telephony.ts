@@ -26,6 +26,7 @@ import { orAfter } from './deadline.js'
 import type { CallCallback, CallInsert, RecordWriter } from '../sql/records.js'
 import type { CallCounter } from './call-counter.js'
 import type { TenantDirectory } from './tenant-directory.js'
+import type { SmsCompliance, SmsOutcome } from './sms-compliance.js'
 
 export interface TelephonyDeps {
   engine: Engine
@@ -43,6 +44,8 @@ export interface TelephonyDeps {
   now: () => number
   /** How long an inbound SMS may wait for its forward before the answer is 503 (DECISIONS 5: 2 s). */
   smsBudgetMs?: number
+  /** Issue #16: SMS keywords (STOP, START, HELP) and opt-outs; without it every message routes as before. */
+  smsCompliance?: SmsCompliance
   /** Counts each voice and SMS routing outcome (metrics). */
   countCallback?: (channel: 'voice' | 'sms', outcome: 'routed' | 'rejected' | 'expired_behaviour' | 'unknown_proxy') => void
 }
@@ -81,8 +84,6 @@ export class Recent<V> {
 function uuidTime(id: string): number {
   return parseInt(id.slice(0, 8) + id.slice(9, 13), 16)
 }
-
-type SmsOutcome = 'done' | 'retry'
 
 export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   const smsBudgetMs = d.smsBudgetMs ?? SMS_BUDGET_MS
@@ -287,12 +288,17 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     const now = d.now()
     const dec = d.engine.route(cb.to, cb.from, now)
     d.countCallback?.('sms', OUTCOME[dec.kind])
-    // Not matched or direction not allowed: dropped, no record (DECISIONS 5).
-    if (dec.kind !== 'connect') return ok
+    // Issue #16: keywords and opt-outs, decided from memory. Without them: not matched or
+    // direction not allowed is dropped, no record (DECISIONS 5).
+    const action = d.smsCompliance ? d.smsCompliance.action(dec, { proxy: cb.to, from: cb.from, text: cb.text }) : dec.kind === 'connect' ? { kind: 'forward' as const, decision: dec } : { kind: 'drop' as const }
+    if (action.kind === 'drop') return ok
     let run = forwarding.get(cb.messageId)
     if (!run) {
       const messageId = cb.messageId
-      run = forwardOnce(dec, cb.to, messageId, cb.text, now).catch(err => {
+      const work = action.kind === 'forward'
+        ? forwardOnce(action.decision, cb.to, messageId, cb.text, now)
+        : d.smsCompliance!.run(action, { proxy: cb.to, from: cb.from, text: cb.text, messageId, at: now })
+      run = work.catch(err => {
         d.log.error({ code: 'sms-forward', error: err }, 'sms forward crashed')
         return 'retry' as const
       }).then(outcome => {

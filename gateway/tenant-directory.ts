@@ -29,6 +29,9 @@ export interface TenantInfo extends TenantRouting {
   recordingEnabled: boolean
   recordingConsentMode: ConsentPrompt
   concurrentSessions: number
+  /** Issue #16: sent from a proxy on STOP and HELP; null: the default text. */
+  smsOptOutText: string | null
+  smsHelpText: string | null
 }
 
 export interface TenantDirectoryOptions {
@@ -51,8 +54,13 @@ function toInfo(r: TenantState): TenantInfo {
     supportPhone: r.supportPhone as E164 | null,
     recordingConsentAudioUrl: r.recordingConsentAudioUrl,
     concurrentSessions: TIER_LIMITS[r.tier].concurrentSessions,
+    smsOptOutText: r.smsOptOutText,
+    smsHelpText: r.smsHelpText,
   }
 }
+
+/** A change made through the API: the routing, and the tenant's SMS texts when the change carries them. */
+export type TenantChange = TenantRouting & { smsTexts?: Pick<TenantInfo, 'smsOptOutText' | 'smsHelpText'> }
 
 const keyOf = (keyHash: Buffer) => keyHash.toString('base64')
 
@@ -149,10 +157,12 @@ export class TenantDirectory implements AuthDirectory {
    * a given new behaviour at once, synchronously; state and keys are reloaded, and until then
    * the authenticator does not answer from the old ones.
    */
-  changed(routing: TenantRouting | { id: string }): void {
+  changed(routing: TenantChange | { id: string }): void {
     const hit = this.#tenants.get(routing.id)
     if (hit && 'expiredCallBehavior' in routing) {
       Object.assign(hit, { tier: routing.tier, expiredCallBehavior: routing.expiredCallBehavior, supportPhone: routing.supportPhone, recordingConsentAudioUrl: routing.recordingConsentAudioUrl })
+      // Issue #16: the SMS texts too, so the next STOP or HELP on this node sends the new text.
+      if (routing.smsTexts) Object.assign(hit, routing.smsTexts)
       this.#upsert(hit)
     }
     void this.#reload(routing.id).catch(() => {})
@@ -162,7 +172,7 @@ export class TenantDirectory implements AuthDirectory {
    * A change made through this node: applied here at once, announced to the other nodes; resolves
    * once the announcement is on the bus (answer the change after that).
    */
-  changedHere(routing: TenantRouting | { id: string }): Promise<void> {
+  changedHere(routing: TenantChange | { id: string }): Promise<void> {
     this.changed(routing)
     return this.#announce(routing.id)
   }

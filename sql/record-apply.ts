@@ -72,6 +72,8 @@ export interface SmsInsert {
   status: SmsStatus
   sentAt: number
   deliveredAt?: number | null
+  /** Why a FAILED message never reached the provider (issue #16): opted_out, channel. */
+  reason?: 'opted_out' | 'channel' | null
 }
 
 /** What an operation causes when it takes effect, written in its transaction. */
@@ -181,15 +183,15 @@ export async function applyOps(tx: CommonQueryMethods, ops: readonly OpData[], c
     const rows = smss.map(({ op: { row: r } }) => ({
       id: r.id, session_id: r.sessionId, tenant_id: r.tenantId, provider_message_id: r.providerMessageId,
       forward_message_id: r.forwardMessageId ?? null, direction: r.direction, status: r.status, sent_at: iso(r.sentAt),
-      delivered_at: isoOrNull(r.deliveredAt ?? null),
+      delivered_at: isoOrNull(r.deliveredAt ?? null), reason: r.reason ?? null,
     }))
     const stored = new Map<string, SmsClaim>()
     const keys = smss.map(s => s.op.row.providerMessageId)
     for (const r of (await tx.any(sql.unsafe`
-      INSERT INTO sms_records (id, session_id, tenant_id, provider_message_id, forward_message_id, direction, status, sent_at, delivered_at)
+      INSERT INTO sms_records (id, session_id, tenant_id, provider_message_id, forward_message_id, direction, status, sent_at, delivered_at, reason)
       SELECT r.* FROM jsonb_to_recordset(${jsonb(rows)}) AS r(
         id uuid, session_id uuid, tenant_id uuid, provider_message_id text, forward_message_id text, direction text, status text,
-        sent_at timestamptz, delivered_at timestamptz)
+        sent_at timestamptz, delivered_at timestamptz, reason text)
       ${SESSION_CHECK('sms_records')}
       ON CONFLICT DO NOTHING
       RETURNING provider_message_id AS key, id, status`)) as readonly { key: string; id: string; status: SmsStatus }[]) {

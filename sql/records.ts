@@ -149,6 +149,8 @@ export interface SmsView {
   status: SmsStatus
   sentAt: string
   deliveredAt: string | null
+  /** Issue #16: why a FAILED message was dropped before the provider (opted_out, channel); else null. */
+  reason: string | null
 }
 
 /**
@@ -161,16 +163,16 @@ export async function listSessionSms(db: Db, q: { sessionId: string; limit: numb
   if (!isUuid(q.sessionId)) return { data: [], after: null }
   return guard(async () => {
     const rows = (await db.any(sql.unsafe`
-      SELECT id, session_id, direction, status, sent_at, delivered_at FROM sms_records
+      SELECT id, session_id, direction, status, sent_at, delivered_at, reason FROM sms_records
       WHERE session_id = ${q.sessionId}
         ${cursor ? (cursor.id ? sql.fragment`AND (sent_at, id) < (${ts(cursor.ms)}, ${cursor.id}::uuid)` : sql.fragment`AND sent_at < ${ts(cursor.ms)}`) : sql.fragment``}
       ORDER BY sent_at DESC, id DESC LIMIT ${q.limit + 1}`)) as readonly {
-      id: string; session_id: string; direction: CallDirection; status: SmsStatus; sent_at: number; delivered_at: number | null
+      id: string; session_id: string; direction: CallDirection; status: SmsStatus; sent_at: number; delivered_at: number | null; reason: string | null
     }[]
     const page = rows.slice(0, q.limit)
     const last = page[page.length - 1]
     return {
-      data: page.map(r => ({ id: r.id, sessionId: r.session_id, direction: r.direction, status: r.status, sentAt: iso(r.sent_at), deliveredAt: isoOrNull(r.delivered_at) })),
+      data: page.map(r => ({ id: r.id, sessionId: r.session_id, direction: r.direction, status: r.status, sentAt: iso(r.sent_at), deliveredAt: isoOrNull(r.delivered_at), reason: r.reason })),
       after: rows.length > q.limit && last ? encodeTimeCursor(last.sent_at, last.id) : null,
     }
   })

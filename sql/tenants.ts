@@ -19,6 +19,9 @@ export interface TenantState {
   expiredCallBehavior: ExpiredCallBehavior
   supportPhone: string | null
   recordingConsentAudioUrl: string | null
+  /** Issue #16: the STOP confirmation and HELP answer sent from a proxy; null: the default text. */
+  smsOptOutText: string | null
+  smsHelpText: string | null
 }
 
 /** A live (not revoked) API credential: what a token exchange checks (DECISIONS 3). */
@@ -37,6 +40,8 @@ export interface TenantRow {
   recordingConsentMode: ConsentPrompt
   recordingConsentAudioUrl: string | null
   pushConfig: Record<string, unknown>
+  smsOptOutText: string | null
+  smsHelpText: string | null
   createdAt: string
   updatedAt: string
 }
@@ -53,17 +58,20 @@ const TENANT_COLUMNS = sql.fragment`
   t.recording_consent_mode AS "recordingConsentMode",
   t.recording_consent_audio_url AS "recordingConsentAudioUrl",
   t.push_config AS "pushConfig",
+  t.sms_opt_out_text AS "smsOptOutText",
+  t.sms_help_text AS "smsHelpText",
   to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
   to_char(t.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt"`
 
 const STATE_COLUMNS = sql.fragment`id, tier, status, salt, default_grace_period, recording_enabled, recording_consent_mode,
-  expired_call_behavior, support_phone, recording_consent_audio_url`
+  expired_call_behavior, support_phone, recording_consent_audio_url, sms_opt_out_text, sms_help_text`
 
 function toState(r: Record<string, any>): TenantState {
   return {
     id: r.id, tier: r.tier, status: r.status, salt: Buffer.from(r.salt),
     defaultGracePeriod: r.default_grace_period, recordingEnabled: r.recording_enabled, recordingConsentMode: r.recording_consent_mode,
     expiredCallBehavior: r.expired_call_behavior, supportPhone: r.support_phone, recordingConsentAudioUrl: r.recording_consent_audio_url,
+    smsOptOutText: r.sms_opt_out_text, smsHelpText: r.sms_help_text,
   }
 }
 
@@ -184,6 +192,8 @@ export interface TenantPatch {
   recordingConsentMode?: ConsentPrompt
   recordingConsentAudioUrl?: string | null
   pushConfig?: Record<string, unknown>
+  smsOptOutText?: string | null
+  smsHelpText?: string | null
 }
 
 const PATCH_COLUMNS: Record<keyof TenantPatch, string> = {
@@ -196,6 +206,8 @@ const PATCH_COLUMNS: Record<keyof TenantPatch, string> = {
   recordingConsentMode: 'recording_consent_mode',
   recordingConsentAudioUrl: 'recording_consent_audio_url',
   pushConfig: 'push_config',
+  smsOptOutText: 'sms_opt_out_text',
+  smsHelpText: 'sms_help_text',
 }
 
 /**

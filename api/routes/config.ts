@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import type { E164, TenantId, TenantRouting } from '../../engine/types.js'
 import { getTenant, updateTenant, type TenantPatch, type TenantRow } from '../../sql/tenants.js'
 import { route, ApiProblem, type RouteDef } from '../route.js'
-import { ConsentMode, E164 as E164Schema, ExpiredCallBehavior, HttpUrl, Nullable, TenantView } from '../schemas/common.js'
+import { ConsentMode, E164 as E164Schema, ExpiredCallBehavior, HttpUrl, Nullable, SmsReplyText, TenantView } from '../schemas/common.js'
 import type { Services } from '../services.js'
 import { checkTenantWebhookUrl } from '../webhook-target.js'
 
@@ -19,10 +19,14 @@ const ConfigPatch = Type.Object({
   recordingConsentMode: Type.Optional(ConsentMode),
   recordingConsentAudioUrl: Type.Optional(Nullable(HttpUrl)),
   pushConfig: Type.Optional(Type.Object({}, { additionalProperties: true, maxProperties: 50 })),
+  // Issue #16: texts sent from a proxy (null: back to the default text).
+  smsOptOutText: Type.Optional(Nullable(SmsReplyText)),
+  smsHelpText: Type.Optional(Nullable(SmsReplyText)),
 })
 
-function routingOf(t: TenantRow): TenantRouting {
+function routingOf(t: TenantRow): TenantRouting & { smsTexts: { smsOptOutText: string | null; smsHelpText: string | null } } {
   return {
+    smsTexts: { smsOptOutText: t.smsOptOutText, smsHelpText: t.smsHelpText },
     id: t.id as TenantId,
     tier: t.tier,
     expiredCallBehavior: t.expiredCallBehavior,

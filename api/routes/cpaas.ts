@@ -33,7 +33,9 @@ export function cpaasRoutes(t: CallbackHandlers): RouteDef[] {
     route({
       ...common, method: 'POST', path: '/v1/webhooks/cpaas/sms', contentType: JSON_TYPE,
       signed: { refusal: { status: 403, body: '{"ok":false}', contentType: JSON_TYPE }, name: 'sms' },
-      summary: 'Inbound SMS or delivery status: answers {ok:true} once the forward is handed to the provider, 503 + Retry-After when it cannot be in time',
+      summary: 'Inbound SMS or delivery status: answers {ok:true} once the forward is handed to the provider, 503 + Retry-After when it cannot be in time. ' +
+        'STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT (whole message, any case) opt the sender out of SMS from the proxy and get one confirmation; ' +
+        'START, UNSTOP opt back in; HELP, INFO get the tenant help text; none is forwarded (issue #16)',
       response: { 200: Ok, 400: Ok, 403: Ok, 503: Ok },
       handler: req => t.sms(req),
     }),

@@ -25,6 +25,9 @@ export const SmsView = Type.Object({
   status: Type.Union(['QUEUED', 'SENT', 'DELIVERED', 'FAILED'].map(s => Type.Literal(s))),
   sentAt: Timestamp,
   deliveredAt: Nullable(Timestamp),
+  reason: Nullable(Type.String({
+    description: 'Issue #16: why a FAILED message was dropped before reaching the provider: `opted_out` (the recipient texted STOP to this proxy) or `channel` (the session carries voice only); null otherwise',
+  })),
 })
 
 /** Spec 8.5: calls and SMS lists page alike (default 50, max 200). */

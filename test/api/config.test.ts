@@ -25,7 +25,7 @@ t.test('GET /v1/config: the whole tenant object, nothing else', async t => {
   t.same(r.body, {
     id: a.tenantId, name: a.companyName, tier: 'STARTER', status: 'ACTIVE', webhookUrl: null, defaultGracePeriod: 15,
     expiredCallBehavior: 'DEAD_LINE', supportPhone: null, recordingEnabled: false, recordingConsentMode: 'DEFAULT',
-    recordingConsentAudioUrl: null, pushConfig: {}, createdAt: r.body.createdAt, updatedAt: r.body.updatedAt,
+    recordingConsentAudioUrl: null, pushConfig: {}, smsOptOutText: null, smsHelpText: null, createdAt: r.body.createdAt, updatedAt: r.body.updatedAt,
   })
   const me = await api.get('/v1/tenants/me', { token: a.accessToken })
   t.same(me.body, { tenant: r.body })
@@ -44,7 +44,10 @@ t.test('PATCH /v1/config: only sent fields change; the engine hook hears of it',
   })
   t.equal(r.status, 200)
   t.same(r.body, { ...before, defaultGracePeriod: 30, expiredCallBehavior: 'REDIRECT_SUPPORT', supportPhone: '+12025550188', pushConfig: { apns: { topic: 'com.acme' } }, updatedAt: r.body.updatedAt })
-  t.same(changed, [{ id: a.tenantId, tier: 'STARTER', expiredCallBehavior: 'REDIRECT_SUPPORT', supportPhone: '+12025550188', recordingConsentAudioUrl: null }])
+  t.same(changed, [{
+    id: a.tenantId, tier: 'STARTER', expiredCallBehavior: 'REDIRECT_SUPPORT', supportPhone: '+12025550188', recordingConsentAudioUrl: null,
+    smsTexts: { smsOptOutText: null, smsHelpText: null }, // issue #16: the SMS texts ride along, applied at once
+  }])
 
   const second = await api.patch('/v1/config', { token: owner, body: { recordingEnabled: true, recordingConsentMode: 'CUSTOM', recordingConsentAudioUrl: 'https://cdn.acme.example/consent.mp3', webhookUrl: 'https://hooks.acme.example/mask' } })
   t.equal(second.status, 200)

@@ -10,6 +10,8 @@ import { startApi, ownRoutes, BASE_URL } from './harness.js'
 import { startTestService } from '../support/service.js'
 import { connectWs } from '../support/ws-client.js'
 import { EVENT_TYPES } from '../../api/vocabulary/event-envelope.js'
+import { sessionRoutes } from '../../api/routes/sessions.js'
+import { cpaasRoutes } from '../../api/routes/cpaas.js'
 
 const withParams = route({
   method: 'GET', path: '/v1/things/:id/parts/:partId', auth: 'tenant', summary: 'A part',
@@ -107,4 +109,19 @@ t.test('the service\'s document: lists itself, describes the stream, and its env
   t.same(c.messages.map(m => JSON.parse(m).type), ['session.created', 'session.activated', 'call.incoming'])
   for (const m of c.messages) t.ok(check(JSON.parse(m)), `${JSON.parse(m).type} fits: ${ajv.errorsText(check.errors)}`)
   t.notOk(check({ ...JSON.parse(c.messages[0]!), extra: 1 }), 'and nothing else')
+})
+
+t.test('issue #16 item 1: the SMS opt-out texts, the reason of a dropped SMS, the keywords on the SMS callback', async t => {
+  const noop = () => ({ status: 200 })
+  const cpaas = cpaasRoutes({ voice: noop, voiceStatus: noop, dialStatus: noop, recording: noop, sms: async () => ({ status: 200 }) })
+  const doc = buildOpenApi(ownRoutes([...sessionRoutes, ...cpaas]), { baseUrl: BASE_URL }) as any
+  const body = doc.paths['/v1/config'].patch.requestBody.content['application/json'].schema
+  for (const f of ['smsOptOutText', 'smsHelpText']) {
+    t.match(JSON.stringify(body.properties[f]), /"maxLength":320/, `${f} is bounded`)
+    t.notOk(body.required?.includes(f), `${f} is optional`)
+    t.ok(doc.paths['/v1/config'].get.responses['200'].content['application/json'].schema.properties[f], `${f} is read back`)
+  }
+  const sms = doc.paths['/v1/sessions/{id}/sms'].get.responses['200'].content['application/json'].schema
+  t.match(JSON.stringify(sms), /opted_out/, 'an SMS record says why it was dropped')
+  t.match(doc.paths['/v1/webhooks/cpaas/sms'].post.summary, /STOP/, 'the callback documents the keywords')
 })
