@@ -96,7 +96,7 @@ export function OverviewPage() {
   const s = overview.value?.sessions
   return html`
     <section class="grid">
-      <div class="card" id="sessions-by-state">
+      <div class="card wide" id="sessions-by-state">
         <h2>Live sessions</h2>
         ${overview.error ? html`<p class="error">${overview.error}</p>` : null}
         <div class="stats">
@@ -154,7 +154,8 @@ function WebhookHealthCard() {
       ${wh.error ? html`<p class="error">${wh.error}</p>` : null}
       ${wh.value && wh.value.url === null ? html`<p class="muted">No webhook configured.</p>` : null}
       ${wh.value && wh.value.url !== null ? html`
-        <p><span class="value">${percent(ok, d.length)}</span> success over the last ${d.length} attempts</p>
+        ${d.length === 0 ? html`<p class="muted">No deliveries yet.</p>`
+          : html`<p><span class="value">${percent(ok, d.length)}</span> success over the last ${d.length} attempts</p>`}
         ${failures.length ? html`<ul class="failures">${failures.map(f => html`
           <li>${time(f.requestedAt)} · ${f.event} · ${f.statusCode || 'no answer'}${f.error ? ` · ${maskDigits(f.error)}` : ''}</li>`)}</ul>`
         : html`<p class="muted">No failures.</p>`}` : null}

@@ -29,7 +29,8 @@ if (!CHROMIUM) {
 } else {
   void t.test('the console, in chromium', { timeout: 120_000 }, async t => {
     const puppeteer = (await import('puppeteer-core')).default
-    const api = await startTestService(t)
+    // One US proxy, which the sessions below share (their parties differ): US has none free (the < 20 % warning), GB all.
+    const api = await startTestService(t, { env: { NUMBER_POOL: 'US:+12025550100;GB:+447700900100-+447700900109' } })
     const owner = await api.signup()
     const operator = { email: `operator-${process.pid}@example.test`, password: 'operator-correct-horse' }
     api.secrets.add(operator.password)
@@ -135,7 +136,8 @@ if (!CHROMIUM) {
       t.ok(Date.now() - t0 <= LIVE_MS, `on the chart after ${Date.now() - t0} ms`)
       t.equal(await chartCalls(), before + 1)
       await call.complete()
-      await page.waitForSelector('#pool [data-region]')
+      await page.waitForSelector('#pool tr[data-region="US"].low .badge.warn')
+      t.equal(await page.$('#pool tr[data-region="GB"].low'), null, 'a region with free numbers has no warning')
       await page.waitForSelector('#circuits [data-provider]')
       await checkPage('overview', '#page-overview #webhook-health')
     })
