@@ -11,10 +11,13 @@
 //   parties of expired sessions → DEAD_LINE), the pool counts match the database, and the tokens
 //   issued before the crash still work (the secrets survived);
 // - session.created / session.activated exist once per committed session, session.expired once
-//   per expired one;
+//   per expired one, with the envelope production writes;
 // - a call record and its session's call_count go together (after the crash), and a graceful
-//   stop loses neither (after the restart).
+//   stop loses neither, even with every record still queued and calls in flight at SIGTERM (a
+//   third start on the same data, committing records hourly).
 import t from 'tap'
+import { isDeepStrictEqual } from 'node:util'
+import { sql } from 'slonik'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { childData, linesWithPhoneNumbers, request, signupChild, startChild, type ChildAccount, type ChildService } from '../support/child-service.js'
 import { createPartyHasher } from '../../sql/crypto.js'
@@ -27,6 +30,9 @@ const OPS_PER_TENANT = 70
 /** The kill comes after this many acknowledged creates/ends/swaps (of at most TENANTS × OPS_PER_TENANT). */
 const KILL_AFTER = 200
 const GRACE_CHOICES = [0, 5] as const
+/** The graceful-stop check: calls answered before SIGTERM, and at most this many more after it. */
+const STOP_CALLS_BEFORE = 16
+const STOP_CALLS_IN_FLIGHT = 8
 
 type Kind = 'create' | 'end' | 'swap'
 
@@ -342,12 +348,57 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
   t.equal(us?.cooldown, released, `pool counts after the restart: the ${released} numbers released before or at the restart are cooling down`)
 
   lap('API + voice checks')
-  // A graceful stop, then the final state of the database.
   const stopped = await second.stop()
   lap('stop')
   t.equal(stopped.code, 0, 'the restarted child stops cleanly on SIGTERM')
+
+  // ---- a graceful stop with call records still queued (issue 14) ------------------------------
+  // With the default 10 ms group commit the records of the calls above were in Postgres long
+  // before SIGTERM, so a stop that dropped its queue would have passed. A third process on the
+  // same data commits only every hour (RECORD_FLUSH_MS) or 200 operations at a time, and gets
+  // fewer than that: whatever it answers is still queued when SIGTERM comes, the calls sent
+  // last are in flight then, and only the stop's drain can write them.
+  const third = await startChild(t, data, { env: { RECORD_FLUSH_MS: String(3_600_000) } })
+  children.push(third)
+  lap('third start')
+  const driver3 = new CallbackDriver({ baseUrl: third.url, mode: 'none' })
+  const liveNow = all.filter(s => !s.ended || s.grace > 0)
+  t.ok(liveNow.length > 0, 'live sessions to call')
+  const pick = (i: number) => liveNow[i % liveNow.length]!
+  // Four callers keep calling; SIGTERM goes out when the STOP_CALLS_BEFORE-th answer arrives, with
+  // the other callers' requests on the wire. A call answered after that was in flight at SIGTERM.
+  const answered: Array<{ s: Sess; got: Route & { callSid: string }; afterSigterm: boolean }> = []
+  let stopping: Promise<{ code: number | null }> | null = null
+  await Promise.all(Array.from({ length: 4 }, async (_, w) => {
+    for (let i = w; answered.length < STOP_CALLS_BEFORE + STOP_CALLS_IN_FLIGHT; i += 4) {
+      const s = pick(i)
+      let got
+      try { got = await voiceRoute(driver3, s.agent, s.proxy) } catch { return } // refused: the port is closed
+      answered.push({ s, got, afterSigterm: stopping !== null })
+      if (answered.length === STOP_CALLS_BEFORE) stopping = third.stop()
+      if (got.kind !== 'connect') return // 503: draining
+    }
+  }))
+  const stopped3 = await (stopping ?? third.stop())
+  lap('third stop')
+  t.equal(stopped3.code, 0, 'the third child stops cleanly on SIGTERM')
+  const before = answered.filter(a => !a.afterSigterm)
+  t.same(before.filter(a => a.got.kind !== 'connect').map(a => `${a.s.id}: ${routeLabel(a.got)}`), [], `the ${before.length} calls answered before SIGTERM were connected`)
+  const draining = third.lines.map(l => { try { return JSON.parse(l) as Record<string, unknown> } catch { return {} } }).find(o => o['msg'] === 'draining')
+  t.ok(Number(draining?.['recordsPending']) >= STOP_CALLS_BEFORE,
+    `every call answered before SIGTERM was still queued when the drain began (recordsPending ${String(draining?.['recordsPending'])})`)
+  for (const { s, got } of answered) {
+    if (got.kind === 'connect') connected.set(s.id, [...(connected.get(s.id) ?? []), got.callSid])
+  }
+  const atSigterm = answered.filter(a => a.afterSigterm)
+  t.comment(`third child: ${before.length} calls answered before SIGTERM, ${atSigterm.length} after it (${atSigterm.filter(a => a.got.kind === 'connect').length} connected)`)
+
+  // ---- the final state of the database --------------------------------------------------------
   db = await data.open()
   snap = await snapshot(db.pool)
+  const expiredRows = await db.pool.any(sql.unsafe`
+    SELECT o.id, o.session_id, o.envelope, s.expired_at FROM outbox o JOIN sessions s ON s.id = o.session_id
+    WHERE o.type = 'session.expired'`) as readonly Record<string, any>[]
   await db.close()
   checkInvariants(t, snap, 'after the restart')
   checkAgainstModel(snap, 'after the restart', true)
@@ -355,7 +406,7 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
   // caught in flight are replayed at the restart, and a graceful stop loses none.
   const crashCounts = new Map([...crashSnap.sessions.values()].map(x => [x.id, x.callCount]))
   const sids = [...connected.values()].flat()
-  t.same(sids.filter(sid => !snap.callSids.has(sid)).length, 0, `every one of the ${sids.length} calls the restarted child connected has its call record after a graceful stop`)
+  t.same(sids.filter(sid => !snap.callSids.has(sid)).length, 0, `every one of the ${sids.length} calls the restarted children connected has its call record after a graceful stop`)
   const countProblems = [...connected].flatMap(([id, list]) => {
     const want = snap.callRecords.get(id) ?? 0
     const got = snap.sessions.get(id)?.callCount
@@ -363,6 +414,31 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
     return got === want && want >= least ? [] : [`${id}: call_count ${got}, ${want} records, at least ${least} calls`]
   })
   t.same(countProblems.slice(0, 10), [], `call_count counts every call connected after the restart (${countProblems.length} sessions off)`)
+
+  // The session.expired envelopes as production writes them (issue 14: the expiry path once built
+  // its own, and only a generic count noticed): one per expired session of the model, whether the
+  // first child's sweep or the restart's boot expired it, each exactly {id, type, createdAt, data}
+  // with the four data fields, createdAt the expiry instant, the id a UUIDv7.
+  const expiredModel = all.filter(m => m.ended && m.grace === 0)
+  const rowsBySession = new Map<string, Array<Record<string, any>>>()
+  for (const r of expiredRows) rowsBySession.set(r['session_id'], [...(rowsBySession.get(r['session_id']) ?? []), r])
+  const envelopeProblems = expiredModel.flatMap(m => {
+    const rows = rowsBySession.get(m.id) ?? []
+    if (rows.length !== 1) return [`${m.id}: ${rows.length} session.expired rows`]
+    const r = rows[0]!
+    const at = new Date(Number(r['expired_at'])).toISOString()
+    const want = { id: r['id'], type: 'session.expired', createdAt: at, data: { sessionId: m.id, tenantId: m.tenant.tenantId, proxyNumber: m.proxy, state: 'EXPIRED' } }
+    const problems: string[] = []
+    if (!isDeepStrictEqual(r['envelope'], want)) problems.push(`${m.id}: envelope ${JSON.stringify(r['envelope'])}, want ${JSON.stringify(want)}`)
+    // Minted monotonically (api/vocabulary/ids.ts): never before the instant it names.
+    const id = String(r['id'])
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id) || parseInt(id.replace(/-/g, '').slice(0, 12), 16) < Date.parse(at)) {
+      problems.push(`${m.id}: envelope id ${id} is not a UUIDv7 minted at or after ${at}`)
+    }
+    return problems
+  })
+  t.same(envelopeProblems.slice(0, 10), [], `the ${expiredModel.length} expired sessions each have the production session.expired envelope (${envelopeProblems.length} problems)`)
+  t.ok(expiredModel.length > 1, `sessions expired in the test: ${expiredModel.length}`)
   lap('final check')
   t.comment(`time: ${laps.join(', ')}`)
 
