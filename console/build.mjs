@@ -21,7 +21,7 @@ const result = await build({
   format: 'esm',
   target: ['es2022', 'chrome110', 'firefox110', 'safari16'],
   outdir: out,
-  entryNames: 'app-[hash]',
+  entryNames: 'app',
   write: false,
   legalComments: 'eof',
   charset: 'utf8',
@@ -29,16 +29,22 @@ const result = await build({
   absWorkingDir: root,
 })
 
-/** name → bytes of what console/dist must hold. */
+const digest = m => createHash('sha256').update(m).digest('hex').slice(0, 12)
+/**
+ * name → bytes of what console/dist must hold. The hash in a name is of the file's own bytes
+ * (esbuild's [hash] also covers the input paths, which differ between checkouts).
+ */
 const files = new Map()
-for (const f of result.outputFiles) files.set(basename(f.path), Buffer.from(f.contents))
+for (const f of result.outputFiles) {
+  const bytes = Buffer.from(f.contents)
+  files.set(basename(f.path).replace(/^app\./, `app-${digest(bytes)}.`), bytes)
+}
 const js = [...files.keys()].find(n => n.endsWith('.js'))
 const css = [...files.keys()].find(n => n.endsWith('.css'))
 if (!js || !css) throw new Error('console build: expected one .js and one .css output')
 const index = readFileSync(join(root, 'src/index.html'), 'utf8').replace('{{js}}', `/console/${js}`).replace('{{css}}', `/console/${css}`)
 files.set('index.html', Buffer.from(index))
 
-const digest = m => createHash('sha256').update(m).digest('hex').slice(0, 12)
 if (check) {
   let present = []
   try { present = readdirSync(out) } catch { /* no dist */ }

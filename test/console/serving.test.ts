@@ -41,7 +41,7 @@ t.test('GET /console serves the page and its assets', async t => {
   const assets = readdirSync(dist).filter(n => n !== 'index.html')
   t.equal(assets.length, 2, 'one script, one stylesheet')
   for (const name of assets) {
-    t.match(name, /^app-[A-Z0-9]{8}\.(js|css)$/, 'content-hashed name')
+    t.match(name, /^app-[0-9a-f]{12}\.(js|css)$/, 'content-hashed name')
     const r = await fetch(`${api.url}/console/${name}`)
     t.equal(r.status, 200)
     t.match(r.headers.get('content-type'), types[name.split('.').pop()!]!)
