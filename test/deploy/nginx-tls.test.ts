@@ -146,6 +146,17 @@ t.test('behind the shipped nginx, with TRUSTED_PROXY set to its address', { skip
     t.match(me.body, { tenant: { id: acct.tenantId } })
   })
 
+  t.test('the operator console is served through it and revalidated', async t => {
+    const page = await call(ng, 'GET', '/console/')
+    t.equal(page.status, 200)
+    t.match(page.headers['content-type'], /^text\/html/)
+    t.match(page.headers['content-security-policy'], /connect-src 'self'/, 'the service\'s own headers come back')
+    const etag = page.headers['etag']
+    t.ok(etag, 'an ETag')
+    const again = await call(ng, 'GET', '/console/', { headers: { 'if-none-match': String(etag) } })
+    t.equal(again.status, 304, 'If-None-Match reaches the service')
+  })
+
   t.test('the WebSocket stream works through it (header and subprotocol auth, ?types kept)', async t => {
     const all = await openStream(t, ng, '', { authorization: `Bearer ${acct.token}` })
     const created = await openStream(t, ng, '?types=session.created', { protocols: `bearer, ${acct.token}` })
