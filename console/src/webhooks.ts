@@ -33,7 +33,7 @@ export function WebhooksPage() {
   const sendTest = () => {
     setNotice(null)
     call<{ event: { id: string } }>('POST', '/v1/console/webhooks/test').then(
-      r => { setNotice(`Test event ${r.event.id} queued`); setTimeout(loadLog, 1_000) },
+      r => { setNotice(`Test event ${r.event.id} queued`); for (const ms of [1_000, 4_000]) setTimeout(loadLog, ms) }, // delivered within seconds
       (e: ApiError) => setNotice(`Send test refused: ${e.message}`),
     )
   }

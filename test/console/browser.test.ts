@@ -116,7 +116,7 @@ if (!CHROMIUM) {
       const res = await page.goto(`${api.url}/console`, { waitUntil: 'load' })
       t.equal(res?.status(), 200)
       t.match(res?.headers()['content-security-policy'], /script-src 'self'/)
-      await page.waitForSelector('#login-form')
+      await checkPage('login', '#login-form')
       await page.type('#login-email', owner.email)
       await page.type('#login-password', 'not-the-password')
       await page.click('#login-submit')
@@ -200,7 +200,7 @@ if (!CHROMIUM) {
       await page.click('#send-test')
       await page.waitForSelector('#webhook-notice')
       await receiver.waitFor(2, 5_000) // call.ended of the first call, then the test event
-      await page.waitForFunction(() => document.querySelectorAll('#delivery-log tbody tr').length >= 1, { timeout: 8_000 })
+      await page.waitForFunction(() => /session\.created/.test(document.querySelector('#delivery-log tbody')?.textContent ?? ''), { timeout: 8_000 })
       const secret = await page.evaluate(() => document.body.innerText.includes('whsec_'))
       t.notOk(secret, 'the signing secret is not shown')
       await checkPage('webhooks', '#page-webhooks #delivery-log')
