@@ -2,7 +2,8 @@
 // calendar month (UTC), opened on first use, one ACTIVE per tenant. A billing event records the
 // unit price in force for the tenant's tier when it happened. Replays never bill twice: callers
 // give a dedupe key (e.g. `call_minute:<callId>`) to anything that can be reported again.
-import { sql, type CommonQueryMethods, type SerializableValue } from 'slonik'
+import { sql, type SerializableValue } from 'slonik'
+import type { Queries } from './direct.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
 import { isUuid } from './cursor.js'
 import { guard } from './errors.js'
@@ -22,7 +23,7 @@ function nextMonthStart(at: number): number {
 }
 
 /** The id of the tenant's period containing `at`, opening it (and closing the previous) if new. */
-export async function ensurePeriod(tx: CommonQueryMethods, tenantId: string, at: number): Promise<string> {
+export async function ensurePeriod(tx: Queries, tenantId: string, at: number): Promise<string> {
   const start = monthStart(at)
   const find = sql.unsafe`SELECT id FROM billing_periods WHERE tenant_id = ${tenantId} AND period_start = ${ts(start)}`
   const found = (await tx.maybeOneFirst(find)) as string | null
@@ -116,7 +117,7 @@ export const usageOutcome = sql.fragment`
 export interface UsageOutcome { usage_inserted: number; usage_missing: string[] }
 
 /** Opens the periods usageCtes() found missing and inserts those rows; returns all new rows. */
-export async function finishUsage(tx: CommonQueryMethods, list: readonly UsageInput[], rows: SerializableValue, outcome: UsageOutcome): Promise<number> {
+export async function finishUsage(tx: Queries, list: readonly UsageInput[], rows: SerializableValue, outcome: UsageOutcome): Promise<number> {
   if (outcome.usage_missing.length === 0) return outcome.usage_inserted
   const missing = new Set(outcome.usage_missing)
   const all = rows as readonly { id: string }[]
@@ -134,7 +135,7 @@ export async function finishUsage(tx: CommonQueryMethods, list: readonly UsageIn
 }
 
 /** Records usage events; returns how many were new (dedupe hits are not counted). */
-export async function recordUsage(tx: CommonQueryMethods, usage: UsageInput | readonly UsageInput[]): Promise<number> {
+export async function recordUsage(tx: Queries, usage: UsageInput | readonly UsageInput[]): Promise<number> {
   const list = Array.isArray(usage) ? (usage as readonly UsageInput[]) : [usage as UsageInput]
   if (list.length === 0) return 0
   const rows = usageRows(list)

@@ -2,20 +2,19 @@
 // 127.0.0.1 (sql/pglite-server.ts). Both are driven by the same slonik pool configuration, so
 // every query in sql/ runs the same way on both backends.
 //
-// Values as they come back (the type parsers below, for every query through these pools):
-//   timestamptz, timestamp -> epoch milliseconds (number; sub-millisecond digits are dropped)
-//   int8 (count(*), bigint) -> number (our int8 values are counts and epoch ms, far below 2^53)
-//   numeric                 -> string, exact (money and billing quantities are never floats)
-//   date                    -> 'YYYY-MM-DD' string
-//   bytea -> Buffer, json/jsonb -> parsed value, int4 -> number (pg defaults)
+// Values come back as sql/pg-types.ts says (epoch ms for timestamps, numbers for int8, exact
+// strings for numeric), through these pools and the plain `pg` path of sql/direct.ts alike.
 //
 // Connection strings are never logged: they may carry passwords.
 import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createPool, type ClientConfigurationInput, type DatabasePool, type DriverTypeParser } from 'slonik'
+import { createPool, type ClientConfigurationInput, type DatabasePool } from 'slonik'
 import { toStoreError } from './errors.js'
 import { serveEmbedded } from './pglite-server.js'
-import { installPreparedStatements, UNPREPARED_APPLICATION } from './prepared.js'
+import { UNPREPARED_APPLICATION } from './direct.js'
+import { TYPE_PARSERS } from './pg-types.js'
+
+export { parseTimestampMs } from './pg-types.js'
 
 export interface Database {
   pool: DatabasePool
@@ -37,35 +36,6 @@ export interface OpenDatabaseOptions {
    */
   embeddedSeed?: Blob
 }
-
-const TS = /^(\d{4,})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?)?( BC)?$/
-
-/** Postgres timestamp text (any DateStyle ISO output, any session time zone) to epoch ms. */
-export function parseTimestampMs(text: string): number {
-  if (text === 'infinity') return Number.POSITIVE_INFINITY
-  if (text === '-infinity') return Number.NEGATIVE_INFINITY
-  const m = TS.exec(text)
-  if (!m) throw new Error('unrecognised timestamp format')
-  let year = Number(m[1])
-  if (m[12]) year = 1 - year
-  const d = new Date(0)
-  d.setUTCFullYear(year, Number(m[2]) - 1, Number(m[3]))
-  d.setUTCHours(Number(m[4]), Number(m[5]), Number(m[6]), m[7] ? Number(m[7].slice(0, 3).padEnd(3, '0')) : 0)
-  let ms = d.getTime()
-  if (m[8]) {
-    const offset = (Number(m[9]) * 3600 + Number(m[10] ?? 0) * 60 + Number(m[11] ?? 0)) * 1000
-    ms -= m[8] === '+' ? offset : -offset
-  }
-  return ms
-}
-
-const TYPE_PARSERS: readonly DriverTypeParser[] = [
-  { name: 'timestamptz', parse: parseTimestampMs },
-  { name: 'timestamp', parse: parseTimestampMs },
-  { name: 'int8', parse: (v: string) => Number(v) },
-  { name: 'numeric', parse: (v: string) => v },
-  { name: 'date', parse: (v: string) => v },
-]
 
 function poolConfig(kind: Database['kind'], maximumPoolSize: number): ClientConfigurationInput {
   return {
@@ -97,7 +67,6 @@ async function makePool(uri: string, kind: Database['kind'], size: number, onErr
 }
 
 export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database> {
-  installPreparedStatements()
   const onError = opts.onError ?? (() => {})
   if (opts.databaseUrl) {
     const uri = opts.databaseUrl

@@ -2,14 +2,15 @@
 // causes them, so an event exists exactly when its change committed. Delivery is the webhook
 // dispatcher's job (sql/webhooks.ts). Envelope ids are the primary key: writing one twice is a
 // no-op.
-import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik'
+import { sql, type FragmentSqlToken } from 'slonik'
+import type { Queries } from './direct.js'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 import { jsonb } from './transaction.js'
 
 const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 
 /** `sessionId` defaults to each envelope's data.sessionId when that is a UUID. */
-export async function insertOutbox(tx: CommonQueryMethods, envelopes: readonly EventEnvelope[], sessionId?: string): Promise<void> {
+export async function insertOutbox(tx: Queries, envelopes: readonly EventEnvelope[], sessionId?: string): Promise<void> {
   if (envelopes.length === 0) return
   await tx.query(sql.unsafe`${outboxInsert(envelopes, sessionId)}`)
 }

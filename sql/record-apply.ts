@@ -8,14 +8,14 @@
 // (engine/call-status.ts) is computed against the call's state in the writer's cache, read from
 // Postgres only for a call this node has not seen. What an operation causes (outbox events,
 // usage; DECISIONS 6) is written in the same transaction, and only when it took effect.
-import { sql, type CommonQueryMethods } from 'slonik'
+import { sql } from 'slonik'
 import { newEnvelope, type EventEnvelope } from '../api/vocabulary/event-envelope.js'
 import { applyCallStatus, billableMinutes } from '../engine/call-status.js'
 import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
 import { finishUsage, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
 import { isUuid } from './cursor.js'
 import { insertOutbox, outboxInsert, outboxInsertFrom } from './outbox.js'
-import { PREPARE } from './prepared.js'
+import { PREPARE, type Queries } from './direct.js'
 import { iso, isoOrNull, jsonb } from './transaction.js'
 
 export interface CallInsert {
@@ -149,7 +149,7 @@ function tookEffect(op: OpData, r: Result | undefined): boolean {
  * statement, its events riding in it (atomic without BEGIN/COMMIT); any other batch must run
  * inside a transaction.
  */
-export async function applyOps(tx: CommonQueryMethods, ops: readonly OpData[], cache: CallCache): Promise<Applied> {
+export async function applyOps(tx: Queries, ops: readonly OpData[], cache: CallCache): Promise<Applied> {
   const results: Result[] = ops.map(failedResult)
   const indexed = <K extends OpData['kind']>(kind: K) =>
     ops.flatMap((o, i) => (o.kind === kind ? [{ op: o as Extract<OpData, { kind: K }>, i }] : []))
@@ -258,7 +258,7 @@ function stateOf(r: CallInsert): CallState {
  * new row's, or the existing one's on a replayed CallSid). spec 2.2 callCount/lastCallAt move in
  * the same statement, once per session per batch, and only for rows it inserted.
  */
-async function insertCalls(tx: CommonQueryMethods, calls: ReadonlyArray<{ row: CallInsert; events: readonly EventEnvelope[] }>): Promise<Map<string, string>> {
+async function insertCalls(tx: Queries, calls: ReadonlyArray<{ row: CallInsert; events: readonly EventEnvelope[] }>): Promise<Map<string, string>> {
   const rows = calls.map(({ row: r }) => ({
     id: r.id, session_id: r.sessionId, tenant_id: r.tenantId, provider_call_id: r.providerCallId, status: r.status,
     direction: r.direction, duration_seconds: r.durationSeconds ?? 0, initiated_at: iso(r.initiatedAt),
@@ -317,7 +317,7 @@ const MAX_ROUNDS = 3
  * Every changed call is one row of one guarded UPDATE; a row that another node changed meanwhile
  * (status no longer the one read) is read again and its callbacks recomputed.
  */
-async function applyCallEvents(tx: CommonQueryMethods, cbs: readonly CallCallback[], cache: CallCache, batchCalls: CallState[]): Promise<{ results: boolean[]; events: EventEnvelope[]; usage: UsageInput[]; rebuilt: EventEnvelope[] }> {
+async function applyCallEvents(tx: Queries, cbs: readonly CallCallback[], cache: CallCache, batchCalls: CallState[]): Promise<{ results: boolean[]; events: EventEnvelope[]; usage: UsageInput[]; rebuilt: EventEnvelope[] }> {
   const results = cbs.map(() => false)
   const events: EventEnvelope[] = []
   const rebuiltEvents: EventEnvelope[] = []
@@ -414,7 +414,7 @@ function applyCallback(w: Working, cb: CallCallback): boolean {
   return true
 }
 
-async function readCalls(tx: CommonQueryMethods, keys: readonly CallKey[]): Promise<CallState[]> {
+async function readCalls(tx: Queries, keys: readonly CallKey[]): Promise<CallState[]> {
   const ids = keys.flatMap(k => ('callId' in k && isUuid(k.callId) ? [k.callId] : []))
   const sids = keys.flatMap(k => ('providerCallId' in k ? [k.providerCallId] : []))
   if (ids.length === 0 && sids.length === 0) return []
@@ -434,7 +434,7 @@ async function readCalls(tx: CommonQueryMethods, keys: readonly CallKey[]): Prom
 
 /** Records lost in a crash window, created as the voice fetch would have, with their
  * call.incoming; returns the events of the rows it created. */
-async function rebuildCalls(tx: CommonQueryMethods, rows: readonly CallInsert[], into: Map<string, CallState>): Promise<EventEnvelope[]> {
+async function rebuildCalls(tx: Queries, rows: readonly CallInsert[], into: Map<string, CallState>): Promise<EventEnvelope[]> {
   const unique = [...new Map(rows.map(r => [r.providerCallId, r])).values()].map(row => ({
     row,
     events: [newEnvelope('call.incoming', row.initiatedAt, {
@@ -451,7 +451,7 @@ async function rebuildCalls(tx: CommonQueryMethods, rows: readonly CallInsert[],
   return inserted.flatMap(c => c.events)
 }
 
-async function updateCalls(tx: CommonQueryMethods, dirty: readonly Working[]): Promise<Set<string>> {
+async function updateCalls(tx: Queries, dirty: readonly Working[]): Promise<Set<string>> {
   const rows = dirty.map(w => ({
     id: w.id, from_status: w.from, status: w.patch.status ?? null, answered_at: w.patch.answeredAt ?? null, ended_at: w.patch.endedAt ?? null,
     duration_seconds: w.patch.durationSeconds ?? null, recording_url: w.patch.recordingUrl ?? null,
@@ -472,7 +472,7 @@ async function updateCalls(tx: CommonQueryMethods, dirty: readonly Working[]): P
  * Events and their usage in one statement; only the first usage of a tenant in a month (its
  * period does not exist yet) takes more statements to open the period and add those rows.
  */
-async function writeEventsAndUsage(tx: CommonQueryMethods, envelopes: readonly EventEnvelope[], usage: readonly UsageInput[]): Promise<void> {
+async function writeEventsAndUsage(tx: Queries, envelopes: readonly EventEnvelope[], usage: readonly UsageInput[]): Promise<void> {
   if (usage.length === 0) return insertOutbox(tx, envelopes)
   const rows = usageRows(usage)
   const out = (await tx.one(sql.unsafe`

@@ -24,6 +24,7 @@ import {
   applyOps, failedResult, type CallCallback, type CallInsert, type CallState, type Effects, type OpData, type Result,
   type SmsClaim, type SmsInsert,
 } from './record-apply.js'
+import { directPool, directTransaction } from './direct.js'
 import { transact } from './transaction.js'
 
 export type { CallCallback, CallInsert, CallKey, Effects, SmsClaim, SmsInsert } from './record-apply.js'
@@ -206,11 +207,15 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
     const data = ops.map(o => o.data)
     for (let n = 0; ; n++) {
       try {
-        // A batch of new calls only is one statement: atomic without BEGIN/COMMIT, which would
-        // be two more round trips on every flush of the voice path.
-        const out = data.every(d => d.kind === 'call')
-          ? await guard(() => applyOps(pool, data, calls))
-          : await transact(pool, tx => applyOps(tx, data, calls))
+        // On the plain `pg` path (sql/direct.ts: the hot statements named, no slonik per-query
+        // work). A batch of new calls only is one statement: atomic without BEGIN/COMMIT, which
+        // would be two more round trips on every flush of the voice path. Deadlocks and lost
+        // connections are retried by the loop here, with its backoff.
+        const direct = directPool(pool)
+        const alone = data.every(d => d.kind === 'call')
+        const out = direct
+          ? await guard(() => (alone ? applyOps(direct.queries, data, calls) : directTransaction(direct, q => applyOps(q, data, calls))))
+          : alone ? await guard(() => applyOps(pool, data, calls)) : await transact(pool, tx => applyOps(tx, data, calls))
         out.results.forEach((r, i) => { results[i] = r })
         events.push(...out.events)
         for (const c of out.calls) calls.set(c)

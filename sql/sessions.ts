@@ -5,8 +5,6 @@
 // and the usage, so an event or a bill exists exactly when its change committed.
 //
 // Times in SessionRecord are epoch ms; views (what the API returns) carry ISO 8601 strings.
-import type { EventEmitter } from 'node:events'
-import pg from 'pg'
 import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type QuerySqlToken, type SerializableValue } from 'slonik'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
@@ -15,8 +13,8 @@ import { ensurePeriod, monthStart, numberRentalKey } from './billing.js'
 import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
 import { guard, sqlStateOf, StoreError, withRetry } from './errors.js'
 import { insertOutbox, outboxInsertFrom } from './outbox.js'
-import { PREPARE, UNPREPARED_APPLICATION } from './prepared.js'
-import { iso, isoOrNull, rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
+import { directPool, directTransaction, PREPARE, type DirectPool, type Queries } from './direct.js'
+import { iso, isoOrNull, rollback, transact, ts, tsOrNull, type Db, type Rollback } from './transaction.js'
 
 export { bulkInsertSessions, type BulkSessionRow } from './bulk-sessions.js'
 export { getLiveSessionState, getSessionRecord, loadLiveSessions, loadTenantsRouting, type SessionCipher } from './session-load.js'
@@ -56,20 +54,18 @@ export interface CreateSessionArgs {
  * (session_created, and the day's number_rental of the proxy) in ONE statement, atomic on its own.
  * 'tier-session-limit' and 'proxy-conflict' leave nothing behind.
  *
- * Without an Idempotency-Key and given a pool, the statement runs alone (no BEGIN/COMMIT) on a
- * plain `pg` pool beside slonik's (see directPool): one round trip, named and so parsed and planned
- * once per connection, and none of slonik's per-query work (the tag, the interceptors, the result
- * parsers), which was a quarter of the service's CPU per create (issue 13). With a key, or inside
- * a caller's connection, the same statement runs through slonik in a transaction (a savepoint in
- * the caller's), after the key's claim.
+ * Given a pool, the create runs on the plain `pg` path beside slonik's (sql/direct.ts): named and so
+ * parsed and planned once per connection, and none of slonik's per-query work (the tag, the
+ * interceptors, the result parsers), which was a quarter of the service's CPU per create (issue
+ * 13). Without an Idempotency-Key the statement runs alone (no BEGIN/COMMIT): one round trip. With
+ * a key it runs in a transaction after the key's claim; inside a caller's connection, through
+ * slonik in a savepoint of the caller's transaction.
  */
 export async function createSession(db: Db, a: CreateSessionArgs): Promise<CreateSessionResult> {
   try {
-    if (!a.idempotency && isPool(db)) {
-      const direct = directPool(db)
-      if (direct) return await guard(() => withRetry(() => createAlone(db, direct, a)))
-    }
-    return await transact<CreateSessionResult>(db, async tx => {
+    const direct = isPool(db) ? directPool(db) : null
+    if (direct && !a.idempotency) return await guard(() => withRetry(() => createAlone(db as DatabasePool, direct, a)))
+    const keyed = async (tx: Queries): Promise<CreateSessionResult | Rollback<CreateSessionResult>> => {
       if (a.idempotency) {
         const k = a.idempotency
         // A key older than 24 h is free again: the conflicting row is overwritten.
@@ -86,8 +82,8 @@ export async function createSession(db: Db, a: CreateSessionArgs): Promise<Creat
           if (prev) return rollback({ idempotentReplay: prev })
         }
       }
-      const values = createValues(a, false)
-      const run = async () => ((await tx.one({ ...CREATE.token, values } as unknown as typeof CREATE.token)) as unknown as CreateRow).outcome
+      const values = createValues(a, direct !== null)
+      const run = async () => ((await tx.one({ ...CREATE.token, values })) as CreateRow).outcome
       let out = await run()
       if (out === 'no-period') {
         await ensurePeriod(tx, a.rec.tenantId, a.rec.createdAt)
@@ -95,7 +91,8 @@ export async function createSession(db: Db, a: CreateSessionArgs): Promise<Creat
       }
       // The statement wrote nothing when it refused, but the key's claim must go too.
       return out === 'ok' ? 'ok' : rollback(out === 'no-period' ? 'proxy-conflict' : out)
-    })
+    }
+    return await (direct ? guard(() => withRetry(() => directTransaction(direct, keyed))) : transact<CreateSessionResult>(db, keyed))
   } catch (err) {
     // A proxy or a participant taken by a concurrent transaction after this statement's
     // snapshot: the statement (or the transaction) was undone as a whole.
@@ -258,61 +255,11 @@ function createValues(a: CreateSessionArgs, buffers: boolean): unknown[] {
   return CREATE.slots.map(s => (typeof s === 'string' ? v[s] : s.value))
 }
 
-interface DirectPool { pool: pg.Pool; named: boolean; report: (err: unknown) => void }
-const directPools = new WeakMap<DatabasePool, DirectPool | null>()
-
 function isPool(db: Db): db is DatabasePool {
   return typeof (db as DatabasePool).connect === 'function'
 }
 
-/**
- * A plain `pg` pool on the same database as a slonik pool, made on first use, for the create
- * alone, and ended with it. Its connections are idle-timed and do not keep the process alive; no session state is
- * set on them but the statement timeout slonik's pool has (real Postgres only: the embedded
- * backend is shared). A connection that breaks is dropped by pg.Pool and the create fails as
- * 'unavailable', as through slonik.
- */
-function directPool(db: DatabasePool): DirectPool | null {
-  let d = directPools.get(db)
-  if (d !== undefined) return d
-  const cfg = (db as { configuration?: { connectionUri?: string; maximumPoolSize?: number } }).configuration
-  const uri = cfg?.connectionUri
-  if (!uri) {
-    directPools.set(db, null)
-    return null
-  }
-  const embedded = uri.includes(`application_name=${UNPREPARED_APPLICATION}`)
-  const pool = new pg.Pool({
-    connectionString: uri,
-    max: cfg.maximumPoolSize ?? 10,
-    idleTimeoutMillis: 10_000,
-    connectionTimeoutMillis: 5_000,
-    allowExitOnIdle: true,
-    keepAlive: true,
-    ...(embedded ? {} : { statement_timeout: 60_000 }),
-  })
-  // Errors go where slonik puts its own: re-emitted on the slonik pool, whose listener (sql/db.ts)
-  // reports connection trouble by code. An idle connection that breaks (Postgres restarted) is
-  // dropped by pg.Pool; a query on a broken one fails to its caller as well.
-  const events = db as unknown as EventEmitter
-  const report = (err: unknown) => {
-    if (events.listenerCount('error') > 0) events.emit('error', err)
-  }
-  pool.on('error', report)
-  // Ended with the slonik pool: its owner (sql/db.ts close(), a test) knows only that one. Only
-  // this pool object's own `end` is wrapped; no prototype is touched.
-  const end = db.end.bind(db)
-  ;(db as { end: () => Promise<void> }).end = async () => {
-    directPools.set(db, null)
-    await Promise.allSettled([pool.end()])
-    await end()
-  }
-  d = { pool, named: !embedded, report }
-  directPools.set(db, d)
-  return d
-}
-
-async function readIdempotent(db: CommonQueryMethods, tenantId: string, key: string, freshOnly: boolean): Promise<IdempotentReplay | null> {
+async function readIdempotent(db: Queries, tenantId: string, key: string, freshOnly: boolean): Promise<IdempotentReplay | null> {
   const row = (await db.maybeOne(sql.unsafe`
     SELECT request_hash, status_code, response FROM idempotency_keys
     WHERE tenant_id = ${tenantId} AND key = ${key}

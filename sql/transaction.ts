@@ -10,7 +10,8 @@ import { MasklineError } from '../engine/errors.js'
 /** A pool, or a connection the caller already holds (possibly inside its own transaction). */
 export type Db = DatabasePool | CommonQueryMethods
 
-class Rollback<T> {
+/** What rollback() returns: undo the transaction, answer `value` (transact, directTransaction). */
+export class Rollback<T> {
   readonly value: T
   constructor(value: T) {
     this.value = value
