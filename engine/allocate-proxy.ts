@@ -27,10 +27,18 @@ export interface AllocationRequest {
   regions: readonly string[]
   now: number
   exclude: ReadonlySet<string> | undefined
+  /** Issue #16 stickyProxy: tried before everything else, under the same rules. */
+  prefer?: string | null | undefined
 }
 
 export function allocateProxy(pool: NumberPool, req: AllocationRequest): ProxyNumber | null {
   const { tenant, regions } = req
+  if (req.prefer) {
+    const p = pool.numbers.get(req.prefer)
+    // Held by this tenant, or free and out of cooldown (DECISIONS 4: one tenant per number in
+    // use; spec 3.1 cooldown), and neither party live on it (the overlap rule).
+    if (p !== undefined && (p.live > 0 ? p.owner === tenant : pool.isAvailable(p, req.now)) && fits(p, req)) return p
+  }
   for (const name of regions) {
     const r = pool.regions.get(name)
     if (r === undefined) continue

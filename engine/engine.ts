@@ -6,13 +6,14 @@ import { allocateProxy } from './allocate-proxy.js'
 import { IndexConflictError, UnknownTenantError } from './errors.js'
 import { eventOf } from './events.js'
 import { ExpiryHeap } from './expiry-heap.js'
+import { IdleQueue } from './idle-queue.js'
 import { LiveSession, type LiveView, type SessionExtras } from './live-session.js'
 import { NumberPool, type ProxyNumber } from './number-pool.js'
 import { PartyIndex, e164Key } from './party-index.js'
 import { newestByParty } from './party-lookup.js'
-import type { CreateInput, OkPlan, Plan } from './plan.js'
+import { createdRecord, type CreateInput, type OkPlan, type Plan } from './plan.js'
 import { regionOf } from './region.js'
-import { routeCall, type RouteDecision } from './route-decision.js'
+import { routeCall, type RouteChannel, type RouteDecision } from './route-decision.js'
 import { expire, isLive, step, type SessionMsg } from './session.js'
 import { TenantSlot } from './tenant-slot.js'
 import { Tombstones } from './tombstones.js'
@@ -37,10 +38,10 @@ export class Engine {
   readonly #tenants = new Map<string, TenantSlot>()
   readonly #sessions = new Map<string, LiveSession>()
   readonly #index = new PartyIndex()
-  readonly #timers = new ExpiryHeap<LiveSession>()
+  readonly #timers = new ExpiryHeap<LiveSession>(s => s.dueAt())
+  readonly #idle = new IdleQueue()
   readonly #tombstones: Tombstones
-  /** The latest `now` given to tick(); stamps tombstones. */
-  #clock = -Infinity
+  #clock = -Infinity // the latest `now` given to tick(); stamps tombstones
 
   constructor(opts: EngineOptions) {
     this.#pool = new NumberPool(opts.cooldownMs)
@@ -80,28 +81,10 @@ export class Engine {
       regions: preferredRegions(input.customerPhone, input.agentPhone),
       now,
       exclude,
+      prefer: input.preferProxy,
     })
     if (proxy === null) return { ok: false, rejection: 'pool-exhausted' }
-    // Field by field: a record carries exactly its fields, whatever else the input object holds.
-    const next: SessionRecord = {
-      id: input.id,
-      tenantId: input.tenantId,
-      proxyNumber: proxy.number,
-      state: 'ACTIVE',
-      directionMode: input.directionMode,
-      gracePeriodMinutes: input.gracePeriodMinutes,
-      maxDurationMinutes: input.maxDurationMinutes,
-      recordingEnabled: input.recordingEnabled,
-      consentPrompt: input.consentPrompt,
-      agentPhone: input.agentPhone,
-      customerPhone: input.customerPhone,
-      createdAt: now,
-      activatedAt: now,
-      expiresAt: now + input.maxDurationMinutes * MINUTE, // spec 3.1: the hard timeout
-      endedAt: null,
-      expiredAt: null,
-      version: 1,
-    }
+    const next = createdRecord(input, proxy.number, now)
     const events = [eventOf('session.created', now, next), eventOf('session.activated', now, next)]
     return { ok: true, prev: null, next, events, changed: true }
   }
@@ -150,19 +133,38 @@ export class Engine {
   tick(now: number, max = Infinity): SessionRecord[] {
     if (now > this.#clock) this.#clock = now
     const expired: SessionRecord[] = []
-    for (let s = this.#timers.peek(); s !== undefined && s.expiresAt <= now && expired.length < max; s = this.#timers.peek()) {
-      const next = expire(s.toRecord(), now).next // the timer-fired row of step(): held sessions are live
-      this.#remove(s, now)
-      this.#tombstones.add(s.id, next.version, now)
-      expired.push(next)
+    for (let s = this.#timers.peek(), n = 0; s !== undefined && this.#timers.peekKey() <= now && n < max; s = this.#timers.peek(), n++) {
+      if (s.expiresAt <= now) {
+        const next = expire(s.toRecord(), now).next // the timer-fired row of step(): held sessions are live
+        this.#remove(s, now)
+        this.#tombstones.add(s.id, next.version, now)
+        expired.push(next)
+        continue
+      }
+      this.#idle.check(s, now) // issue #16: an inactivity deadline, checked lazily (idle-queue.ts)
+      this.#timers.update(s)
     }
     this.#tombstones.prune(now)
     return expired
   }
 
+  /** Issue #16: the ACTIVE sessions tick() found idle, each once; the caller ends them if the store
+   * (which knows every node's activity) agrees, else calls resumeIdle (engine/idle-queue.ts). */
+  idleDue(): SessionRecord[] {
+    return this.#idle.drain(s => this.#sessions.get(s.id) === s)
+  }
+
+  /** Issue #16: an inactivity end not written (later activity at `activeAt`, or no store): re-armed. */
+  resumeIdle(id: SessionId, activeAt: number | null): void {
+    const s = this.#sessions.get(id)
+    if (s === undefined) return
+    this.#idle.resume(s, activeAt)
+    this.#timers.update(s)
+  }
+
   /** The hot path of every inbound call and SMS. */
-  route(proxy: string, caller: string, now: number): RouteDecision {
-    return routeCall(this.#pool, this.#index, proxy, caller, now)
+  route(proxy: string, caller: string, now: number, channel: RouteChannel = 'voice'): RouteDecision {
+    return routeCall(this.#pool, this.#index, proxy, caller, now, channel)
   }
 
   /** A live session (PENDING, ACTIVE, GRACE_PERIOD); ended ones are in the store only. */
@@ -238,11 +240,10 @@ export class Engine {
   }
 
   #update(s: LiveSession, rec: SessionRecord): void {
-    const expiresAt = s.expiresAt
     this.#unwire(s) // a swap unwires the previous customer at once (spec 3.1)
     s.assign(rec)
     this.#wire(s)
-    if (s.expiresAt !== expiresAt) this.#timers.update(s)
+    this.#timers.update(s) // expiresAt, the state or the inactivity timeout may have moved its deadline
   }
 
   /** Out of memory: unwired, quota down, the proxy released into cooldown from `at`. */

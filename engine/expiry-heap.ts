@@ -1,7 +1,8 @@
 // All pending expiries in one binary min-heap: a million sessions cost two array slots each and no
 // timer objects. Each item stores its own position, so re-arming (end, patch) and removal are
 // O(log n) instead of a search. Keys live in a parallel array of doubles: sifting compares without
-// touching the session objects.
+// touching the session objects. The key is read only when an item is pushed or updated (by
+// default its expiresAt; the engine's is the sooner of that and an inactivity deadline, issue #16).
 
 export interface HeapItem {
   heapPos: number
@@ -11,6 +12,11 @@ export interface HeapItem {
 export class ExpiryHeap<T extends HeapItem> {
   readonly #items: T[] = []
   readonly #keys: number[] = []
+  readonly #keyOf: (item: T) => number
+
+  constructor(keyOf: (item: T) => number = item => item.expiresAt) {
+    this.#keyOf = keyOf
+  }
 
   get size(): number {
     return this.#items.length
@@ -20,10 +26,15 @@ export class ExpiryHeap<T extends HeapItem> {
     return this.#items[0]
   }
 
+  /** The key of peek(), as last pushed or updated; Infinity when empty. */
+  peekKey(): number {
+    return this.#keys.length === 0 ? Infinity : this.#keys[0]!
+  }
+
   push(item: T): void {
     item.heapPos = this.#items.length
     this.#items.push(item)
-    this.#keys.push(item.expiresAt)
+    this.#keys.push(this.#keyOf(item))
     this.#up(item.heapPos)
   }
 
@@ -41,13 +52,14 @@ export class ExpiryHeap<T extends HeapItem> {
     this.#up(last.heapPos)
   }
 
-  /** After item.expiresAt changed. */
+  /** After the item's key changed. */
   update(item: T): void {
     const i = item.heapPos
     if (i < 0 || this.#items[i] !== item) return
     const old = this.#keys[i]!
-    this.#keys[i] = item.expiresAt
-    if (item.expiresAt < old) this.#up(i)
+    const key = this.#keyOf(item)
+    this.#keys[i] = key
+    if (key < old) this.#up(i)
     else this.#down(i)
   }
 

@@ -6,7 +6,7 @@
 // that can exceed a small integer costs a heap box, so only createdAt and expiresAt are always set.
 import type { ProxyNumber } from './number-pool.js'
 import type { TenantSlot } from './tenant-slot.js'
-import type { ConsentPrompt, DirectionMode, E164, SessionId, SessionRecord, SessionState } from './types.js'
+import { ALL_CHANNELS, Channel, type ConsentPrompt, type DirectionMode, type E164, type SessionId, type SessionRecord, type SessionState } from './types.js'
 
 const EMPTY_METADATA = '{}'
 
@@ -35,22 +35,39 @@ export interface LiveView {
   noteCall(at: number): number | null
   /** Takes back a noteCall whose record Postgres did not insert (a replayed CallSid, a refusal). */
   unnoteCall(at: number, prevLastCallAt: number | null): void
+  /**
+   * A call or SMS of this session at `at` (issue #16: the inactivity clock). A field update, no
+   * re-arming: the engine re-checks it when the armed deadline comes (Engine.tick).
+   */
+  noteActivity(at: number): void
 }
 
 const STATES: readonly SessionState[] = ['PENDING', 'ACTIVE', 'GRACE_PERIOD']
 const MODES: readonly DirectionMode[] = ['BIDIRECTIONAL', 'A_TO_B_ONLY', 'B_TO_A_ONLY']
 const CONSENTS: readonly ConsentPrompt[] = ['DEFAULT', 'CUSTOM', 'NONE']
 
-// flags: bits 0-1 state, 2-3 direction mode, 4-5 consent prompt, 6 recording.
+// flags: bits 0-1 state, 2-3 direction mode, 4-5 consent prompt, 6 recording, 7-8 the channels
+// a session does NOT carry (issue #16: 0, the default, is both), 9-22 the inactivity timeout in
+// minutes (0: none; 10,080 < 2^14), 23 an inactivity end handed out and not yet settled. Still a
+// small integer (under 2^30): no heap box per session.
 export const STATE_PENDING = 0
+const STATE_ACTIVE = 1
 export const MODE_A_TO_B_ONLY = 1
 export const MODE_B_TO_A_ONLY = 2
 export const CONSENT_CUSTOM = 1
 export const RECORDING = 64
+export const NO_VOICE = 128
+export const NO_SMS = 256
+const IDLE_SHIFT = 9
+const IDLE_MASK = 0x3fff
+export const IDLE_PENDING = 1 << 23
 
 function packFlags(rec: SessionRecord): number {
+  const channels = rec.channels ?? ALL_CHANNELS
   return STATES.indexOf(rec.state) | (MODES.indexOf(rec.directionMode) << 2) |
-    (CONSENTS.indexOf(rec.consentPrompt) << 4) | (rec.recordingEnabled ? RECORDING : 0)
+    (CONSENTS.indexOf(rec.consentPrompt) << 4) | (rec.recordingEnabled ? RECORDING : 0) |
+    ((channels & Channel.VOICE) === 0 ? NO_VOICE : 0) | ((channels & Channel.SMS) === 0 ? NO_SMS : 0) |
+    (((rec.inactivityTimeoutMinutes ?? 0) & IDLE_MASK) << IDLE_SHIFT)
 }
 
 export function consentOf(flags: number): ConsentPrompt { return CONSENTS[(flags >> 4) & 3]! }
@@ -77,6 +94,13 @@ export class LiveSession implements LiveView {
   metadata = EMPTY_METADATA
   callCount = 0
   lastCallAt: number | null = null
+  /**
+   * Issue #16: the last call or SMS this node knows of (or the PATCH that set the timeout), in
+   * whole seconds after createdAt, rounded up: a small integer, so no heap box at 1M sessions.
+   * A lower bound: activity seen only by other nodes may be missing, and the store has the last
+   * word before an inactivity end is written (gateway/session-runner.ts).
+   */
+  activeSec = 0
 
   constructor(rec: SessionRecord, proxy: ProxyNumber, tenant: TenantSlot) {
     this.id = rec.id
@@ -120,7 +144,34 @@ export class LiveSession implements LiveView {
     const prev = this.lastCallAt
     this.callCount++
     if (prev === null || at > prev) this.lastCallAt = at
+    this.noteActivity(at)
     return prev
+  }
+
+  noteActivity(at: number): void {
+    const sec = Math.ceil((at - this.createdAt) / 1000)
+    if (sec > this.activeSec) this.activeSec = sec
+  }
+
+  /** Minutes of inactivity that end this session; 0: none. */
+  get idleMinutes(): number {
+    return (this.flags >> IDLE_SHIFT) & IDLE_MASK
+  }
+
+  /**
+   * When this session ends for inactivity as far as this node knows (issue #16): ACTIVE only (an
+   * ended session is in its grace period already), not while an end is being written.
+   */
+  idleAt(): number {
+    const m = this.idleMinutes
+    if (m === 0 || (this.flags & 3) !== STATE_ACTIVE || (this.flags & IDLE_PENDING) !== 0) return Infinity
+    return this.createdAt + this.activeSec * 1000 + m * 60_000
+  }
+
+  /** The expiry heap's key: the hard deadline (or grace end), or the inactivity deadline if sooner. */
+  dueAt(): number {
+    const idle = this.idleAt()
+    return idle < this.expiresAt ? idle : this.expiresAt
   }
 
   unnoteCall(at: number, prevLastCallAt: number | null): void {
@@ -136,6 +187,7 @@ export class LiveSession implements LiveView {
     if (this.version === version) this.setMetadata(x.metadataJson)
     if (x.callCount > this.callCount) this.callCount = x.callCount
     if (x.lastCallAt !== null && (this.lastCallAt === null || x.lastCallAt > this.lastCallAt)) this.lastCallAt = x.lastCallAt
+    if (x.lastCallAt !== null) this.noteActivity(x.lastCallAt)
   }
 
   toRecord(): SessionRecord {
@@ -158,6 +210,9 @@ export class LiveSession implements LiveView {
       endedAt: this.endedAt,
       expiredAt: null,
       version: this.version,
+      // Issue #16: present only when set (absent means the defaults: both channels, no timeout).
+      ...((f & (NO_VOICE | NO_SMS)) !== 0 ? { channels: ALL_CHANNELS ^ ((f & NO_VOICE) !== 0 ? Channel.VOICE : 0) ^ ((f & NO_SMS) !== 0 ? Channel.SMS : 0) } : {}),
+      ...(this.idleMinutes !== 0 ? { inactivityTimeoutMinutes: this.idleMinutes } : {}),
     }
   }
 }

@@ -15,6 +15,16 @@ export interface CreateInput {
   maxDurationMinutes: number
   recordingEnabled: boolean
   consentPrompt: ConsentPrompt
+  /** Issue #16: channel bits (types.ts Channel); absent: both. */
+  channels?: number
+  /** Issue #16: absent or null: no inactivity timeout. */
+  inactivityTimeoutMinutes?: number | null
+  /**
+   * Issue #16 stickyProxy: the proxy this agent and customer last had with the tenant, tried
+   * first; normal allocation when it cannot carry the session (held by another tenant, cooling
+   * down, or a party live on it: the overlap rule).
+   */
+  preferProxy?: E164 | null
 }
 
 /**
@@ -27,3 +37,31 @@ export type Plan =
   | { ok: false; rejection: Rejection }
 
 export type OkPlan = Extract<Plan, { ok: true }>
+
+const MINUTE = 60_000
+
+/** The record of a new session on `proxy` (spec 3.1: ACTIVE at once, expiresAt the hard timeout). */
+export function createdRecord(input: CreateInput, proxy: E164, now: number): SessionRecord {
+  // Field by field: a record carries exactly its fields, whatever else the input object holds.
+  return {
+    id: input.id,
+    tenantId: input.tenantId,
+    proxyNumber: proxy,
+    state: 'ACTIVE',
+    directionMode: input.directionMode,
+    gracePeriodMinutes: input.gracePeriodMinutes,
+    maxDurationMinutes: input.maxDurationMinutes,
+    recordingEnabled: input.recordingEnabled,
+    consentPrompt: input.consentPrompt,
+    agentPhone: input.agentPhone,
+    customerPhone: input.customerPhone,
+    createdAt: now,
+    activatedAt: now,
+    expiresAt: now + input.maxDurationMinutes * MINUTE, // spec 3.1: the hard timeout
+    endedAt: null,
+    expiredAt: null,
+    version: 1,
+    ...(input.channels !== undefined ? { channels: input.channels } : {}),
+    ...(input.inactivityTimeoutMinutes != null ? { inactivityTimeoutMinutes: input.inactivityTimeoutMinutes } : {}),
+  }
+}

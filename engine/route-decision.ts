@@ -1,7 +1,7 @@
 // What an inbound call or SMS on a proxy should do (spec 3.1, DECISIONS 4-5). Computed on the
 // hot path: one probe of the PartyIndex, the session's flags and deadline, one small object.
 import {
-  CONSENT_CUSTOM, MODE_A_TO_B_ONLY, MODE_B_TO_A_ONLY, RECORDING, STATE_PENDING, consentOf,
+  CONSENT_CUSTOM, MODE_A_TO_B_ONLY, MODE_B_TO_A_ONLY, NO_SMS, NO_VOICE, RECORDING, STATE_PENDING, consentOf,
   type LiveSession,
 } from './live-session.js'
 import type { NumberPool } from './number-pool.js'
@@ -24,6 +24,8 @@ export type RouteDecision =
     consentAudioUrl: string | null
   }
   | { kind: 'direction-not-allowed'; sessionId: SessionId; tenantId: TenantId; direction: CallDirection }
+  /** Issue #16: the session does not carry this channel (a call on an SMS-only session, or the reverse). */
+  | { kind: 'channel-not-allowed'; sessionId: SessionId; tenantId: TenantId; direction: CallDirection }
   /**
    * A pool number on which this caller has no routable session (expired, swapped away, stranger):
    * apply tenant.expiredCallBehavior. tenant holds or last held the number; null if never used.
@@ -33,13 +35,19 @@ export type RouteDecision =
 
 const UNKNOWN_PROXY: RouteDecision = Object.freeze({ kind: 'unknown-proxy' })
 
-export function routeCall(pool: NumberPool, index: PartyIndex, proxy: string, caller: string, now: number): RouteDecision {
+export type RouteChannel = 'voice' | 'sms'
+
+export function routeCall(pool: NumberPool, index: PartyIndex, proxy: string, caller: string, now: number, channel: RouteChannel = 'voice'): RouteDecision {
   const slot = index.find(e164Key(proxy), e164Key(caller))
   if (slot < 0) return noSession(pool, proxy)
   const s = index.sessionAt(slot)
   // Routable: ACTIVE or GRACE_PERIOD (not PENDING) and before expiresAt (DECISIONS 4), even if
   // the expiry tick has not run yet.
   if ((s.flags & 3) === STATE_PENDING || now >= s.expiresAt) return noSession(pool, proxy)
+  // Issue #16: the channel before the direction: a session without it refuses either party.
+  if ((s.flags & (channel === 'sms' ? NO_SMS : NO_VOICE)) !== 0) {
+    return { kind: 'channel-not-allowed', sessionId: s.id, tenantId: s.tenant.routing.id, direction: index.isAgentAt(slot) ? 'A_TO_B' : 'B_TO_A' }
+  }
   const mode = (s.flags >> 2) & 3
   // spec 3.1: A_TO_B_ONLY lets only the agent call out, B_TO_A_ONLY only party B.
   if (index.isAgentAt(slot)) {

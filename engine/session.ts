@@ -8,7 +8,7 @@ import type { E164, SessionRecord, SessionState } from './types.js'
 export type SessionMsg =
   | { type: 'end' }
   | { type: 'swap-target'; customerPhone: E164 }
-  | { type: 'patch'; gracePeriodMinutes?: number }
+  | { type: 'patch'; gracePeriodMinutes?: number; inactivityTimeoutMinutes?: number | null }
   | { type: 'timer-fired' }
 
 export type StepResult =
@@ -31,13 +31,16 @@ export function step(s: SessionRecord, m: SessionMsg, now: number): StepResult {
       return changed({ ...s, state: 'GRACE_PERIOD', endedAt: now, expiresAt: now + s.gracePeriodMinutes * MINUTE, version: s.version + 1 }, [])
     }
     case 'patch': {
-      const grace = m.gracePeriodMinutes
-      if (grace === undefined) return unchanged(s)
+      const grace = m.gracePeriodMinutes ?? s.gracePeriodMinutes
       // DECISIONS 4: in GRACE_PERIOD the deadline moves to endedAt + grace (already past → the next
       // tick expires it); while ACTIVE, PENDING or ended only the stored value changes.
-      const expiresAt = s.state === 'GRACE_PERIOD' ? (s.endedAt ?? now) + grace * MINUTE : s.expiresAt
-      if (grace === s.gracePeriodMinutes && expiresAt === s.expiresAt) return unchanged(s)
-      return changed({ ...s, gracePeriodMinutes: grace, expiresAt, version: s.version + 1 }, [])
+      const expiresAt = m.gracePeriodMinutes !== undefined && s.state === 'GRACE_PERIOD' ? (s.endedAt ?? now) + grace * MINUTE : s.expiresAt
+      // Issue #16: null switches the inactivity timeout off; it only ever ends an ACTIVE session.
+      const idle = m.inactivityTimeoutMinutes === undefined ? (s.inactivityTimeoutMinutes ?? null) : m.inactivityTimeoutMinutes
+      if (grace === s.gracePeriodMinutes && expiresAt === s.expiresAt && idle === (s.inactivityTimeoutMinutes ?? null)) return unchanged(s)
+      const next: SessionRecord = { ...s, gracePeriodMinutes: grace, expiresAt, version: s.version + 1 }
+      if (m.inactivityTimeoutMinutes !== undefined) next.inactivityTimeoutMinutes = m.inactivityTimeoutMinutes
+      return changed(next, [])
     }
     case 'swap-target': {
       // spec 4.2: state first (409), then the agent's own number (422); the overlap with other

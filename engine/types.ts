@@ -62,6 +62,13 @@ export const CallStatus = {
 } as const
 export type CallStatus = (typeof CallStatus)[keyof typeof CallStatus]
 
+/**
+ * The channels a session carries (issue #16), as a bitmask: a voice call on a session without
+ * VOICE is refused, an SMS on one without SMS is blocked. Both by default.
+ */
+export const Channel = { VOICE: 1, SMS: 2 } as const
+export const ALL_CHANNELS = 3
+
 export const SmsStatus = { QUEUED: 'QUEUED', SENT: 'SENT', DELIVERED: 'DELIVERED', FAILED: 'FAILED' } as const
 export type SmsStatus = (typeof SmsStatus)[keyof typeof SmsStatus]
 
@@ -96,4 +103,11 @@ export interface SessionRecord {
   endedAt: number | null
   expiredAt: number | null
   version: number
+  /** Channel bits (issue #16); absent: both. */
+  channels?: number
+  /**
+   * Issue #16: an ACTIVE session with no call or SMS for this long ends as POST /end would
+   * (grace applies); absent or null: never.
+   */
+  inactivityTimeoutMinutes?: number | null
 }

@@ -10,7 +10,9 @@
 //   routed here, not announced   → a replay or a refusal: unnoteCall
 //   announced, not routed here   → a record rebuilt from a later callback: count it now
 // Calls recorded by other nodes arrive as their call.incoming events over the bus and are counted
-// then (so another node's figure trails by the bus delay, see docs/scaling.md).
+// then (so another node's figure trails by the bus delay, see docs/scaling.md). Their SMS events
+// move the session's activity mark likewise (issue #16: the inactivity clock), as this node's SMS
+// callback does for its own.
 import type { Engine } from '../engine/index.js'
 import type { SessionId } from '../engine/types.js'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
@@ -35,6 +37,11 @@ export function createCallCounter(engine: Engine): CallCounter {
     if (e.type === 'call.incoming') engine.live(e.data.sessionId as SessionId)?.noteCall(Date.parse(e.createdAt))
   }
 
+  function remote(e: EventEnvelope) {
+    if (e.type === 'sms.received' || e.type === 'sms.blocked') engine.live(e.data.sessionId as SessionId)?.noteActivity(Date.parse(e.createdAt))
+    else count(e)
+  }
+
   return {
     routed(sessionId, callId, at) {
       const prev = engine.live(sessionId as SessionId)?.noteCall(at)
@@ -52,6 +59,6 @@ export function createCallCounter(engine: Engine): CallCounter {
         if (!pending.delete(e.data.callId ?? '')) count(e)
       }
     },
-    remote: count,
+    remote,
   }
 }

@@ -4,7 +4,7 @@
 // Commands on one session run one at a time through the engine's mailboxes.
 import type { DatabasePool } from 'slonik'
 import { expiryEvent, type Engine, type Mailboxes, type EngineEvent, type Plan } from '../engine/index.js'
-import type { E164, SessionId, SessionRecord, TenantId } from '../engine/types.js'
+import { Channel, type E164, type SessionId, type SessionRecord, type TenantId } from '../engine/types.js'
 import { buildEnvelope, type EventEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
 import { ApiProblem } from '../api/route.js'
@@ -12,6 +12,8 @@ import type { CreateSessionBody, PatchSessionBody, SessionView } from '../api/sc
 import { METADATA_MAX_BYTES } from '../api/schemas/session.js'
 import { jsonbText } from '../sql/jsonb-text.js'
 import * as store from '../sql/sessions.js'
+import { channelNames } from '../sql/sessions.js'
+import { getLiveSessionStates } from '../sql/session-load.js'
 import type { TenantDirectory } from './tenant-directory.js'
 
 export interface RunnerDeps {
@@ -39,6 +41,15 @@ export interface CreateResult { status: number; body: unknown; replayed: boolean
 
 const MAX_ALLOCATION_TRIES = 8
 const EXPIRY_BATCH = 5_000
+const MINUTE = 60_000
+/** Issue #16 stickyProxy: how far back a pair's previous session counts. */
+const STICKY_WINDOW_MS = 30 * 24 * 60 * MINUTE
+
+/** Issue #16: the API's channel names as the engine's bits; absent: both (undefined). */
+function channelBits(names: readonly ('voice' | 'sms')[] | undefined): number | undefined {
+  if (names === undefined) return undefined
+  return (names.includes('voice') ? Channel.VOICE : 0) | (names.includes('sms') ? Channel.SMS : 0)
+}
 
 export function envelopesOf(events: EngineEvent[]): EventEnvelope[] {
   return events.map(e => buildEnvelope(uuidv7(e.at), e.type, e.at, {
@@ -89,10 +100,18 @@ export function createSessionRunner(d: RunnerDeps) {
       maxDurationMinutes: body.maxDurationMinutes ?? 120,
       recordingEnabled,
       consentPrompt,
-    } as const
+      ...(body.channels !== undefined ? { channels: channelBits(body.channels) } : {}),
+      ...(body.inactivityTimeoutMinutes !== undefined ? { inactivityTimeoutMinutes: body.inactivityTimeoutMinutes } : {}),
+      preferProxy: null as E164 | null,
+    }
     const metadata = body.metadata ?? {}
     const agentHash = d.hashParty(tenant.salt, input.agentPhone)
     const customerHash = d.hashParty(tenant.salt, input.customerPhone)
+    if (body.stickyProxy === true) {
+      // Issue #16: one indexed read, for sticky creates only (the create itself stays one
+      // statement). The engine tries this proxy first under the usual rules, then allocates as usual.
+      input.preferProxy = await store.findStickyProxy(d.db, { tenantId, agentHash, customerHash, since: now - STICKY_WINDOW_MS }) as E164 | null
+    }
     const agentEnc = d.cipher.encrypt(input.agentPhone)
     const customerEnc = d.cipher.encrypt(input.customerPhone)
     const exclude = new Set<string>()
@@ -171,6 +190,8 @@ export function createSessionRunner(d: RunnerDeps) {
         const next = changed ? plan.next : { ...plan.next, version: prev.version + 1 }
         const live = d.engine.live(id as SessionId)?.snapshot()
         const envelopes = envelopesOf(plan.events)
+        // Issue #16: a PATCH that changes the inactivity timeout restarts its clock.
+        const restart = msg.type === 'patch' && (prev.inactivityTimeoutMinutes ?? null) !== (next.inactivityTimeoutMinutes ?? null)
         let swap: store.SwapArgs | undefined
         let audit: { action: string; data: object } | undefined
         if (msg.type === 'swap-target' && changed) {
@@ -189,6 +210,7 @@ export function createSessionRunner(d: RunnerDeps) {
           ...(patch ? { metadataPatch: patch } : {}),
           ...(swap ? { swap } : {}),
           ...(audit ? { audit } : {}),
+          ...(restart ? { activityFrom: now } : {}),
           events: envelopes,
         })
         if (res === 'stale') {
@@ -200,6 +222,7 @@ export function createSessionRunner(d: RunnerDeps) {
         }
         if (res === 'proxy-conflict') throw new ApiProblem('target-conflict')
         commitOrLoad({ ...plan, next })
+        if (restart) d.engine.live(id as SessionId)?.noteActivity(now)
         // jsonb's `||`, as the UPDATE did: the patch's top-level keys replace.
         if (patch && live) d.engine.live(id as SessionId)?.setMetadata(jsonbText({ ...JSON.parse(live.metadataJson) as object, ...patch }))
         d.announce(id, next.version, envelopes)
@@ -235,6 +258,76 @@ export function createSessionRunner(d: RunnerDeps) {
     return v as SessionView
   }
 
+  /** Spec 3.1 expiry of what tick() handed out; the database decides who writes the event. */
+  async function expire(due: SessionRecord[]): Promise<number> {
+    if (!due.length) return 0
+    await d.flushRecords?.()
+    let written = 0
+    for (let i = 0; i < due.length; i += 500) {
+      const batch = due.slice(i, i + 500)
+      const byId = new Map<string, EventEnvelope[]>()
+      let expired: string[]
+      try {
+        expired = await store.expireSessions(d.db, batch, rec => {
+          const envs = envelopesOf([expiryEvent(rec)])
+          byId.set(rec.id, envs)
+          return envs
+        })
+      } catch (err) {
+        unwritten.push(...due.slice(i))
+        throw err
+      }
+      for (const id of expired) {
+        const rec = batch.find(r => r.id === id)
+        d.announce(id, rec?.version ?? 0, byId.get(id) ?? [])
+      }
+      written += expired.length
+    }
+    return written
+  }
+
+  /**
+   * Issue #16: sessions idle past their inactivity timeout end as POST /end would, once, whatever
+   * node's deadline fires first: the store writes the end only if the session is still at the
+   * version memory planned from, still ACTIVE and idle as it knows it (the calls and SMS of every
+   * node). A session it refuses is reloaded if another node changed it, and re-armed from the
+   * activity the store saw; one it could not reach is re-armed as it was, for the next sweep.
+   */
+  async function endIdle(recs: SessionRecord[]): Promise<void> {
+    if (recs.length === 0) return
+    const now = d.now()
+    const ends: store.IdleEnd[] = []
+    for (const prev of recs) {
+      const plan = d.engine.plan(prev, { type: 'end' }, now)
+      const minutes = prev.inactivityTimeoutMinutes ?? 0
+      if (!plan.ok || !plan.changed || minutes === 0) d.engine.resumeIdle(prev.id, null)
+      else ends.push({ prev, next: plan.next, idleBefore: now - minutes * MINUTE })
+    }
+    let res: Awaited<ReturnType<typeof store.endIdleSessions>>
+    try {
+      res = await store.endIdleSessions(d.db, ends)
+    } catch (err) {
+      for (const e of ends) d.engine.resumeIdle(e.prev.id, null)
+      throw err
+    }
+    const ended = new Set(res.ended)
+    const refused: string[] = []
+    for (const e of ends) {
+      if (ended.has(e.prev.id)) {
+        commitOrLoad({ ok: true, prev: e.prev, next: e.next, events: [], changed: true })
+        d.announce(e.prev.id, e.next.version, [])
+      } else {
+        refused.push(e.prev.id)
+      }
+    }
+    if (refused.length === 0) return
+    try {
+      for (const s of await getLiveSessionStates(d.db, refused, d.cipher)) d.engine.load(s.rec, s.extras)
+    } finally {
+      for (const id of refused) d.engine.resumeIdle(id as SessionId, res.activeAt.get(id) ?? null)
+    }
+  }
+
   return {
     create,
     get: view,
@@ -244,8 +337,11 @@ export function createSessionRunner(d: RunnerDeps) {
       apply(tenantId, id, { type: 'swap-target', customerPhone: customerPhone as E164 }),
     patch: (tenantId: string, id: string, body: PatchSessionBody) => {
       checkMetadataSize(body.metadata)
-      return apply(tenantId, id, { type: 'patch', ...(body.gracePeriodMinutes !== undefined ? { gracePeriodMinutes: body.gracePeriodMinutes } : {}) },
-        body.metadata ? { metadataPatch: body.metadata } : {})
+      return apply(tenantId, id, {
+        type: 'patch',
+        ...(body.gracePeriodMinutes !== undefined ? { gracePeriodMinutes: body.gracePeriodMinutes } : {}),
+        ...(body.inactivityTimeoutMinutes !== undefined ? { inactivityTimeoutMinutes: body.inactivityTimeoutMinutes } : {}),
+      }, body.metadata ? { metadataPatch: body.metadata } : {})
     },
     /** Expiry (spec 3.1): the engine expires in memory; the database decides who writes the event. */
     async expireDue(): Promise<number> {
@@ -254,32 +350,16 @@ export function createSessionRunner(d: RunnerDeps) {
       // when it ticks it, so what the database did not take (it was down) is kept and retried:
       // expireSessions only moves rows that are still live, so a retry is safe.
       const due = [...unwritten.splice(0), ...d.engine.tick(d.now(), EXPIRY_BATCH)]
-      if (!due.length) return 0
-      await d.flushRecords?.()
-      let written = 0
-      for (let i = 0; i < due.length; i += 500) {
-        const batch = due.slice(i, i + 500)
-        const byId = new Map<string, EventEnvelope[]>()
-        let expired: string[]
-        try {
-          expired = await store.expireSessions(d.db, batch, rec => {
-            const envs = envelopesOf([expiryEvent(rec)])
-            byId.set(rec.id, envs)
-            return envs
-          })
-        } catch (err) {
-          unwritten.push(...due.slice(i))
-          throw err
-        }
-        for (const id of expired) {
-          const rec = batch.find(r => r.id === id)
-          d.announce(id, rec?.version ?? 0, byId.get(id) ?? [])
-        }
-        written += expired.length
+      // Issue #16: what tick() found idle is ended (or re-armed) whatever becomes of the expiries.
+      const idle = d.engine.idleDue()
+      try {
+        return await expire(due)
+      } finally {
+        await endIdle(idle)
       }
-      return written
     },
   }
+
 }
 
 export type SessionRunner = ReturnType<typeof createSessionRunner>
@@ -312,5 +392,7 @@ export function viewOf(rec: SessionRecord, metadata: Record<string, unknown>, ca
     expiredAt: rec.expiredAt === null ? null : iso(rec.expiredAt),
     callCount,
     lastCallAt: lastCallAt === null ? null : iso(lastCallAt),
+    channels: channelNames(rec.channels),
+    inactivityTimeoutMinutes: rec.inactivityTimeoutMinutes ?? null,
   }
 }

@@ -50,7 +50,16 @@ export interface TelephonyDeps {
   countCallback?: (channel: 'voice' | 'sms', outcome: 'routed' | 'rejected' | 'expired_behaviour' | 'unknown_proxy') => void
 }
 
-const OUTCOME = { 'connect': 'routed', 'direction-not-allowed': 'rejected', 'no-session': 'expired_behaviour', 'unknown-proxy': 'unknown_proxy' } as const
+const OUTCOME = {
+  'connect': 'routed', 'direction-not-allowed': 'rejected', 'channel-not-allowed': 'rejected', 'no-session': 'expired_behaviour', 'unknown-proxy': 'unknown_proxy',
+} as const
+
+/** A decision naming a session: routed, or refused by its direction mode or (issue #16) its channels. */
+type Matched = Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' | 'channel-not-allowed' }>
+
+function matched(dec: RouteDecision): dec is Matched {
+  return dec.kind === 'connect' || dec.kind === 'direction-not-allowed' || dec.kind === 'channel-not-allowed'
+}
 
 const XML = 'application/xml'
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -97,7 +106,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   /** Party B's hash by session: an HMAC costs about ten Map lookups, and a session's calls repeat it. */
   const partyBHashes = new Recent<{ partyB: string; hash: string }>()
 
-  function partyBHash(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, caller: string): string {
+  function partyBHash(dec: Matched, caller: string): string {
     // party B: the customer. A_TO_B dials them (or, refused, was placed by the agent); B_TO_A is them calling.
     const partyB = dec.direction === 'B_TO_A' ? caller : dec.kind === 'connect' ? dec.to : d.engine.get(dec.sessionId)?.customerPhone
     if (partyB === undefined) return ''
@@ -111,7 +120,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   }
 
   /** The call record as the voice fetch writes it, for a decision the engine made on `caller`'s call. */
-  function callRow(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, caller: string, direction: CallDirection, proxy: string, callId: string, callSid: string, at: number): CallInsert {
+  function callRow(dec: Matched, caller: string, direction: CallDirection, proxy: string, callId: string, callSid: string, at: number): CallInsert {
     return {
       id: callId, sessionId: dec.sessionId, tenantId: dec.tenantId, providerCallId: callSid, status: 'RINGING', direction,
       initiatedAt: at, partyBHash: partyBHash(dec, caller), proxy,
@@ -119,7 +128,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     }
   }
 
-  function recordCallStart(dec: Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' }>, caller: string, proxy: string, callId: string, callSid: string, now: number) {
+  function recordCallStart(dec: Matched, caller: string, proxy: string, callId: string, callSid: string, now: number) {
     const row = callRow(dec, caller, dec.direction, proxy, callId, callSid, now)
     const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, durationSeconds: 0 }
     const settled = () => d.callCounter.settled(callId)
@@ -127,7 +136,8 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
       d.records.upsertCall(row, [event('call.incoming', now, { ...base, status: 'RINGING' })]).then(settled, settled)
       return
     }
-    // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED.
+    // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED; so is
+    // one on a session that carries SMS only (issue #16).
     d.records.upsertCall({ ...row, status: 'FAILED', endedAt: now }, [
       event('call.incoming', now, { ...base, status: 'RINGING' }), event('call.failed', now, { ...base, status: 'FAILED' }),
     ]).then(settled, settled)
@@ -140,7 +150,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     const now = d.now()
     const dec = d.engine.route(to, from, now)
     d.countCallback?.('voice', OUTCOME[dec.kind])
-    if (dec.kind === 'connect' || dec.kind === 'direction-not-allowed') {
+    if (matched(dec)) {
       let callId = calls.get(callSid)
       if (callId === undefined) {
         const id = callId = uuidv7(now)
@@ -166,7 +176,7 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     if (!from || !to || !callSid || calls.get(callSid) !== undefined) return undefined
     const [proxy, party] = leg === 'parent' ? [to, from] : [from, to]
     const dec = d.engine.route(proxy, party, now)
-    if (dec.kind !== 'connect' && dec.kind !== 'direction-not-allowed') return undefined
+    if (!matched(dec)) return undefined
     const reversed: CallDirection = dec.direction === 'A_TO_B' ? 'B_TO_A' : 'A_TO_B'
     const direction = leg === 'parent' ? dec.direction : reversed
     const at = UUID_RE.test(callId) ? Math.min(now, uuidTime(callId)) : now
@@ -262,6 +272,27 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   }
 
   /**
+   * Issue #16: an SMS on a session that carries voice only is not forwarded: recorded FAILED with
+   * reason `channel` (it matched a session, unlike the unmatched messages DECISIONS 5 drops without
+   * a record; the record also keeps a provider retry from reporting it twice) and reported by
+   * sms.blocked. No usage: nothing was sent.
+   */
+  async function blockChannel(dec: Extract<RouteDecision, { kind: 'channel-not-allowed' }>, proxy: string, messageId: string, now: number): Promise<SmsOutcome> {
+    const id = uuidv7(now)
+    const claim = await d.records.upsertSms({
+      id, sessionId: dec.sessionId, tenantId: dec.tenantId, providerMessageId: messageId,
+      direction: dec.direction, status: 'FAILED', sentAt: now, reason: 'channel',
+    }, {
+      events: [event('sms.blocked', now, {
+        sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, direction: dec.direction, smsId: id, status: 'FAILED', reason: 'channel',
+      })],
+    })
+    if (!claim) return 'retry'
+    await d.records.sync()
+    return 'done'
+  }
+
+  /**
    * A delivery status for a forwarded message. The provider may report it before our send has
    * stored the forwarded message's id (the send's answer and the status webhook race): a status
    * that matched nothing is tried again after 1 s and 5 s. A status never moves backwards, so a
@@ -286,17 +317,22 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     }
     if (cb.kind === 'ignored' || forwarded.get(cb.messageId)) return ok
     const now = d.now()
-    const dec = d.engine.route(cb.to, cb.from, now)
+    const dec = d.engine.route(cb.to, cb.from, now, 'sms')
     d.countCallback?.('sms', OUTCOME[dec.kind])
+    // Issue #16: the inactivity clock counts every SMS that is recorded (not one the direction drops).
+    if (dec.kind === 'connect' || dec.kind === 'channel-not-allowed') d.engine.live(dec.sessionId)?.noteActivity(now)
     // Issue #16: keywords and opt-outs, decided from memory. Without them: not matched or
     // direction not allowed is dropped, no record (DECISIONS 5).
     const action = d.smsCompliance ? d.smsCompliance.action(dec, { proxy: cb.to, from: cb.from, text: cb.text }) : dec.kind === 'connect' ? { kind: 'forward' as const, decision: dec } : { kind: 'drop' as const }
-    if (action.kind === 'drop') return ok
+    // Issue #16: a message the session does not carry (voice only) is blocked, and recorded.
+    const offChannel = dec.kind === 'channel-not-allowed' ? dec : null
+    if (action.kind === 'drop' && offChannel === null) return ok
     let run = forwarding.get(cb.messageId)
     if (!run) {
       const messageId = cb.messageId
       const work = action.kind === 'forward'
         ? forwardOnce(action.decision, cb.to, messageId, cb.text, now)
+        : action.kind === 'drop' ? blockChannel(offChannel!, cb.to, messageId, now)
         : d.smsCompliance!.run(action, { proxy: cb.to, from: cb.from, text: cb.text, messageId, at: now })
       run = work.catch(err => {
         d.log.error({ code: 'sms-forward', error: err }, 'sms forward crashed')

@@ -4,7 +4,7 @@
 // transaction, counters included, so the counters always equal what committed. It trusts its
 // input: the quota is not checked, and a participant overlap or unknown proxy fails that chunk.
 import { sql, type CommonQueryMethods } from 'slonik'
-import { LIVE_STATES, type SessionRecord } from '../engine/types.js'
+import { ALL_CHANNELS, LIVE_STATES, type SessionRecord } from '../engine/types.js'
 import { iso, transact, type Db } from './transaction.js'
 
 export interface BulkSessionRow {
@@ -47,14 +47,16 @@ async function insertChunk(tx: CommonQueryMethods, chunk: readonly BulkSessionRo
   await tx.query(sql.unsafe`
     INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes,
                           max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
-                          agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version)
+                          agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version,
+                          channels, inactivity_timeout_minutes)
     SELECT * FROM unnest(
       ${sql.array(col(r => r.rec.id), 'uuid')}, ${sql.array(col(r => r.rec.tenantId), 'uuid')}, ${text(r => r.rec.proxyNumber)},
       ${text(r => r.rec.state)}, ${text(r => r.rec.directionMode)}, ${sql.array(col(r => JSON.stringify(r.metadata ?? {})), 'jsonb')},
       ${int(r => r.rec.gracePeriodMinutes)}, ${int(r => r.rec.maxDurationMinutes)}, ${sql.array(col(r => r.rec.recordingEnabled), 'bool')},
       ${text(r => r.rec.consentPrompt)}, ${sql.array(col(r => r.agentEnc), 'bytea')}, ${sql.array(col(r => r.customerEnc), 'bytea')},
       ${text(r => r.agentHash)}, ${text(r => r.customerHash)}, ${stamp(r => r.rec.expiresAt)}, ${stamp(r => r.rec.createdAt)},
-      ${stamp(r => r.rec.activatedAt)}, ${stamp(r => r.rec.endedAt)}, ${stamp(r => r.rec.expiredAt)}, ${int(r => r.rec.version)})`)
+      ${stamp(r => r.rec.activatedAt)}, ${stamp(r => r.rec.endedAt)}, ${stamp(r => r.rec.expiredAt)}, ${int(r => r.rec.version)},
+      ${sql.array(col(r => r.rec.channels ?? ALL_CHANNELS), 'int2')}, ${sql.array(col(r => r.rec.inactivityTimeoutMinutes ?? null), 'int4')})`)
 
   const live = chunk.filter(r => LIVE_STATES.includes(r.rec.state))
   if (live.length > 0) {

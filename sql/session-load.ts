@@ -3,7 +3,7 @@
 // nowhere but the engine.
 import pg from 'pg'
 import { sql, type DatabasePool } from 'slonik'
-import type { E164, SessionId, SessionRecord, TenantId, TenantRouting } from '../engine/types.js'
+import { ALL_CHANNELS, type E164, type SessionId, type SessionRecord, type TenantId, type TenantRouting } from '../engine/types.js'
 import type { SessionExtras } from '../engine/index.js'
 import { isUuid } from './cursor.js'
 import { guard, StoreError, toStoreError } from './errors.js'
@@ -17,13 +17,15 @@ export interface SessionCipher {
 
 const RECORD_COLUMNS = sql.fragment`
   id, tenant_id, proxy_number, state, direction_mode, grace_period_minutes, max_duration_minutes, recording_enabled,
-  consent_prompt, agent_phone_enc, customer_phone_enc, created_at, activated_at, expires_at, ended_at, expired_at, version`
+  consent_prompt, agent_phone_enc, customer_phone_enc, created_at, activated_at, expires_at, ended_at, expired_at, version,
+  channels, inactivity_timeout_minutes`
 
 interface RecordRow {
   id: string; tenant_id: string; proxy_number: string; state: SessionRecord['state']; direction_mode: SessionRecord['directionMode']
   grace_period_minutes: number; max_duration_minutes: number; recording_enabled: boolean; consent_prompt: SessionRecord['consentPrompt']
   agent_phone_enc: Buffer; customer_phone_enc: Buffer; created_at: number; activated_at: number; expires_at: number
   ended_at: number | null; expired_at: number | null; version: number
+  channels: number; inactivity_timeout_minutes: number | null
 }
 
 function toRecord(r: RecordRow, cipher: SessionCipher): SessionRecord {
@@ -45,6 +47,9 @@ function toRecord(r: RecordRow, cipher: SessionCipher): SessionRecord {
     endedAt: r.ended_at,
     expiredAt: r.expired_at,
     version: r.version,
+    // Issue #16: present when not the default, as the engine's records (both channels, no timeout).
+    ...(r.channels !== ALL_CHANNELS ? { channels: r.channels } : {}),
+    ...(r.inactivity_timeout_minutes !== null ? { inactivityTimeoutMinutes: r.inactivity_timeout_minutes } : {}),
   }
 }
 
@@ -92,7 +97,7 @@ export type LiveExtra = SessionExtras
 const liveCopy = (fromPage: number, toPage: number | null) => `COPY (
   SELECT id::text, tenant_id::text, proxy_number, state, direction_mode, grace_period_minutes, max_duration_minutes,
          recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc, created_at, activated_at, expires_at,
-         ended_at, expired_at, version, metadata::text, call_count, last_call_at
+         ended_at, expired_at, version, metadata::text, call_count, last_call_at, channels, inactivity_timeout_minutes
   FROM sessions WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD')
     AND ctid >= '(${fromPage},0)'::tid${toPage === null ? '' : ` AND ctid < '(${toPage},0)'::tid`}
 ) TO STDOUT (FORMAT binary)`
@@ -103,7 +108,7 @@ const liveCopy = (fromPage: number, toPage: number | null) => `COPY (
  * before the first byte was read.
  */
 const CHUNK_PAGES = 4_096
-const FIELDS = 20
+const FIELDS = 22
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
 const HEADER_BYTES = SIGNATURE.length + 8 // then flags (int32) and the extension's length (int32)
 /** 2000-01-01T00:00:00Z, the zero of binary timestamps. */
@@ -326,7 +331,7 @@ class LiveDecoder {
     const len = this.#len
     this.#pack(b, at[9]!, len[9]!)
     this.#pack(b, at[10]!, len[10]!)
-    this.#recs.push({
+    const rec: SessionRecord = {
       id: (b as unknown as Slicing).latin1Slice(at[0]!, at[0]! + len[0]!) as SessionId, // uuid text: ASCII
       tenantId: (b as unknown as Slicing).latin1Slice(at[1]!, at[1]! + len[1]!) as TenantId,
       proxyNumber: (b as unknown as Slicing).utf8Slice(at[2]!, at[2]! + len[2]!) as E164,
@@ -344,7 +349,12 @@ class LiveDecoder {
       endedAt: stamp(b, at[14]!),
       expiredAt: stamp(b, at[15]!),
       version: int(b, at[16]!, len[16]!),
-    })
+    }
+    // Issue #16, set only when not the default (both channels, no timeout), as the engine's records.
+    const channels = int(b, at[20]!, len[20]!)
+    if (channels !== ALL_CHANNELS) rec.channels = channels
+    if (at[21]! >= 0) rec.inactivityTimeoutMinutes = int(b, at[21]!, len[21]!)
+    this.#recs.push(rec)
     const m = at[17]!
     this.#extras.push({
       metadataJson: len[17] === 2 && b[m] === 0x7b && b[m + 1] === 0x7d ? EMPTY_JSON : (b as unknown as Slicing).utf8Slice(m, m + len[17]!),

@@ -8,7 +8,7 @@
 import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken, type QuerySqlToken, type SerializableValue } from 'slonik'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
-import { LIVE_STATES, type SessionRecord, type SessionState } from '../engine/types.js'
+import { ALL_CHANNELS, LIVE_STATES, type SessionRecord, type SessionState } from '../engine/types.js'
 import { ensurePeriod, monthStart, numberRentalKey } from './billing.js'
 import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
 import { guard, sqlStateOf, StoreError, withRetry } from './errors.js'
@@ -136,7 +136,7 @@ type CreateParam =
   | 'tenant' | 'quota' | 'proxy' | 'id' | 'state' | 'direction' | 'metadata' | 'grace' | 'maxDuration' | 'recording'
   | 'consent' | 'agentEnc' | 'customerEnc' | 'agentHash' | 'customerHash' | 'expiresAt' | 'createdAt' | 'activatedAt'
   | 'endedAt' | 'expiredAt' | 'version' | 'events' | 'periodStart' | 'usageId' | 'priceKnown' | 'price' | 'rentalId'
-  | 'rentalKey' | 'rentalMeta'
+  | 'rentalKey' | 'rentalMeta' | 'channels' | 'idle'
 
 /** A parameter of CREATE by name: a marker string, replaced by its value at each create. */
 const P = (name: CreateParam) => `\u0001${name}`
@@ -180,12 +180,14 @@ const CREATE = compile(sql.unsafe`${PREPARE}
   s AS (
     INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes,
                           max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
-                          agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version)
+                          agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version,
+                          channels, inactivity_timeout_minutes)
     SELECT ${P('id')}::uuid, ${P('tenant')}::uuid, (SELECT number FROM p), ${P('state')}::text, ${P('direction')}::text,
            ${P('metadata')}::jsonb, ${P('grace')}::int, ${P('maxDuration')}::int, ${P('recording')}::boolean, ${P('consent')}::text,
            ${P('agentEnc')}::bytea, ${P('customerEnc')}::bytea, ${P('agentHash')}::text, ${P('customerHash')}::text,
            ${P('expiresAt')}::timestamptz, ${P('createdAt')}::timestamptz, ${P('activatedAt')}::timestamptz,
-           ${P('endedAt')}::timestamptz, ${P('expiredAt')}::timestamptz, ${P('version')}::int
+           ${P('endedAt')}::timestamptz, ${P('expiredAt')}::timestamptz, ${P('version')}::int,
+           ${P('channels')}::smallint, ${P('idle')}::int
     WHERE EXISTS (SELECT 1 FROM q)
     RETURNING id),
   parts AS (
@@ -221,7 +223,7 @@ const CREATE = compile(sql.unsafe`${PREPARE}
     ELSE 'tier-session-limit' END AS outcome`)
 
 /** Named per connection on real Postgres (parsed and planned once); never on the embedded one. */
-const CREATE_NAME = 'ml_create_session_v1'
+const CREATE_NAME = 'ml_create_session_v2'
 
 interface Compiled {
   /** For slonik (a caller's connection, or the keyed path): the token, values set per create. */
@@ -251,6 +253,7 @@ function createValues(a: CreateSessionArgs, buffers: boolean): unknown[] {
     events: JSON.stringify(a.events), periodStart: iso(monthStart(rec.createdAt)), usageId: uuidv7(),
     priceKnown: a.billing !== undefined, price: a.billing?.unitPrice ?? null, rentalId: uuidv7(),
     rentalKey: numberRentalKey(rec.tenantId, rec.proxyNumber, rec.createdAt), rentalMeta: JSON.stringify({ proxyNumber: rec.proxyNumber }),
+    channels: rec.channels ?? ALL_CHANNELS, idle: rec.inactivityTimeoutMinutes ?? null,
   }
   return CREATE.slots.map(s => (typeof s === 'string' ? v[s] : s.value))
 }
@@ -288,6 +291,14 @@ export interface UpdateSessionArgs {
   swap?: SwapArgs
   audit?: { action: string; data: object }
   events: EventEnvelope[]
+  /** Issue #16: the inactivity clock restarts here (a PATCH that changed the timeout). */
+  activityFrom?: number
+  /**
+   * Issue #16: an inactivity end. Written only if the session is still ACTIVE and had no call or
+   * SMS (on any node: the store's last_call_at and sms_records) and no restart after this time;
+   * otherwise 'stale', as for a version that moved.
+   */
+  idleBefore?: number
 }
 
 /**
@@ -309,8 +320,11 @@ export async function updateSession(db: Db, a: UpdateSessionArgs): Promise<'ok' 
         metadata = ${a.metadataPatch ? sql.fragment`metadata || ${sql.jsonb(a.metadataPatch as SerializableValue)}` : sql.fragment`metadata`},
         customer_hash = ${swap ? swap.newCustomerHash : sql.fragment`customer_hash`},
         customer_phone_enc = ${swap ? sql.binary(swap.newCustomerEnc) : sql.fragment`customer_phone_enc`},
+        inactivity_timeout_minutes = ${next.inactivityTimeoutMinutes ?? null},
+        activity_at = ${a.activityFrom !== undefined ? ts(a.activityFrom) : sql.fragment`activity_at`},
         version = ${next.version}
       WHERE id = ${prev.id} AND version = ${prev.version}
+        ${a.idleBefore !== undefined ? sql.fragment`AND state = 'ACTIVE' AND ${lastActivity(sql.fragment`sessions`)} <= ${ts(a.idleBefore)}` : sql.fragment``}
       RETURNING tenant_id, proxy_number`)) as { tenant_id: string; proxy_number: string } | null
     if (!row) return rollback('stale')
     if (swap && isLive(prev.state)) {
@@ -333,6 +347,25 @@ export async function updateSession(db: Db, a: UpdateSessionArgs): Promise<'ok' 
       await releaseSessions(tx, sql.fragment`gone AS (SELECT id, tenant_id, proxy_number FROM sessions WHERE id = ${prev.id})`)
     }
     return 'ok'
+  })
+}
+
+/**
+ * Issue #16: a session's last activity as the store knows it: the start of its inactivity clock
+ * (creation, or the PATCH that set the timeout), its last call (last_call_at, set with each call
+ * record on whatever node routed it) and its last SMS (one probe of sms_records_session_sent).
+ */
+function lastActivity(s: FragmentSqlToken) {
+  return sql.fragment`GREATEST(COALESCE(${s}.activity_at, ${s}.created_at), ${s}.last_call_at,
+    (SELECT max(sr.sent_at) FROM sms_records sr WHERE sr.session_id = ${s}.id))`
+}
+
+/** Issue #16: lastActivity of one session in epoch ms; null when the session is unknown. */
+export async function getLastActivity(db: Db, id: string): Promise<number | null> {
+  if (!isUuid(id)) return null
+  return guard(async () => {
+    const at = await db.maybeOneFirst(sql.unsafe`SELECT ${lastActivity(sql.fragment`s`)} FROM sessions s WHERE s.id = ${id}`)
+    return at === null ? null : Number(at)
   })
 }
 
@@ -423,6 +456,64 @@ export async function expireSessions(db: Db, recs: readonly SessionRecord[], env
   return expired
 }
 
+export interface IdleEnd {
+  /** The ACTIVE record memory held, and the GRACE_PERIOD one POST /end would make of it. */
+  prev: SessionRecord
+  next: SessionRecord
+  /** No activity at or after this (epoch ms) for the end to be written. */
+  idleBefore: number
+}
+
+/**
+ * Issue #16: inactivity ends, as POST /end (spec 3.1: GRACE_PERIOD, endedAt, expiresAt = now +
+ * grace), each written only if the session is still at the version memory planned from, still
+ * ACTIVE, and idle as the store knows it (lastActivity: calls and SMS of every node). Rows locked
+ * in id order, as expireSessions: every node whose deadline fires tries, one writes. Returns the
+ * ids ended, and for the others the store's last activity (to re-arm from). One transaction per
+ * 500 sessions.
+ */
+export async function endIdleSessions(db: Db, ends: readonly IdleEnd[]): Promise<{ ended: string[]; activeAt: Map<string, number> }> {
+  const ended: string[] = []
+  const activeAt = new Map<string, number>()
+  for (let i = 0; i < ends.length; i += EXPIRE_BATCH) {
+    const batch = ends.slice(i, i + EXPIRE_BATCH)
+    const rows = batch.map(e => ({
+      id: e.prev.id, version: e.prev.version, next_version: e.next.version, ended_at: iso(e.next.endedAt ?? e.next.expiresAt),
+      expires_at: iso(e.next.expiresAt), idle_before: iso(e.idleBefore),
+    }))
+    await transact(db, async tx => {
+      const done = new Set((await tx.anyFirst(sql.unsafe`
+        WITH v AS (
+          SELECT * FROM jsonb_to_recordset(${sql.jsonb(rows as unknown as SerializableValue)})
+            AS v(id uuid, version int, next_version int, ended_at timestamptz, expires_at timestamptz, idle_before timestamptz)),
+        cand AS (SELECT id FROM sessions WHERE id IN (SELECT id FROM v) ORDER BY id FOR NO KEY UPDATE)
+        UPDATE sessions s SET state = 'GRACE_PERIOD', ended_at = v.ended_at, expires_at = v.expires_at, version = v.next_version
+        FROM cand JOIN v ON v.id = cand.id
+        WHERE s.id = cand.id AND s.version = v.version AND s.state = 'ACTIVE' AND ${lastActivity(sql.fragment`s`)} <= v.idle_before
+        RETURNING s.id`)) as readonly string[])
+      ended.push(...done)
+      const rest = batch.map(e => e.prev.id as string).filter(id => !done.has(id))
+      if (rest.length === 0) return
+      const seen = (await tx.any(sql.unsafe`
+        SELECT s.id, ${lastActivity(sql.fragment`s`)} AS active_at FROM sessions s WHERE s.id = ANY(${sql.array(rest, 'uuid')})`)) as readonly { id: string; active_at: number }[]
+      for (const r of seen) activeAt.set(r.id, Number(r.active_at))
+    })
+  }
+  return { ended, activeAt }
+}
+
+/**
+ * Issue #16 stickyProxy: the proxy of the newest session this agent and customer had with the
+ * tenant created at or after `since`; null when none. One probe of sessions_pair_recent (008).
+ */
+export async function findStickyProxy(db: Db, q: { tenantId: string; agentHash: string; customerHash: string; since: number }): Promise<string | null> {
+  return guard(async () => (await db.maybeOneFirst(sql.unsafe`
+    SELECT proxy_number FROM sessions
+    WHERE customer_hash = ${q.customerHash} AND agent_hash = ${q.agentHash} AND created_at >= ${ts(q.since)}
+      AND tenant_id = ${q.tenantId}
+    ORDER BY created_at DESC LIMIT 1`)) as string | null)
+}
+
 /** Spec 2.2, as the API returns it: no phone numbers, ISO 8601 times. */
 export interface SessionView {
   id: string
@@ -442,17 +533,22 @@ export interface SessionView {
   expiredAt: string | null
   callCount: number
   lastCallAt: string | null
+  /** Issue #16. */
+  channels: Array<'voice' | 'sms'>
+  inactivityTimeoutMinutes: number | null
 }
 
 const VIEW_COLUMNS = sql.fragment`
   id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes, max_duration_minutes,
-  recording_enabled, consent_prompt, expires_at, created_at, activated_at, ended_at, expired_at, call_count, last_call_at`
+  recording_enabled, consent_prompt, expires_at, created_at, activated_at, ended_at, expired_at, call_count, last_call_at,
+  channels, inactivity_timeout_minutes`
 
 interface ViewRow {
   id: string; tenant_id: string; proxy_number: string; state: SessionState; direction_mode: SessionView['directionMode']
   metadata: Record<string, unknown>; grace_period_minutes: number; max_duration_minutes: number; recording_enabled: boolean
   consent_prompt: SessionView['consentPrompt']; expires_at: number; created_at: number; activated_at: number
   ended_at: number | null; expired_at: number | null; call_count: number; last_call_at: number | null
+  channels: number; inactivity_timeout_minutes: number | null
 }
 
 function toView(r: ViewRow): SessionView {
@@ -474,7 +570,18 @@ function toView(r: ViewRow): SessionView {
     expiredAt: isoOrNull(r.expired_at),
     callCount: r.call_count,
     lastCallAt: isoOrNull(r.last_call_at),
+    channels: channelNames(r.channels),
+    inactivityTimeoutMinutes: r.inactivity_timeout_minutes,
   }
+}
+
+const VOICE_ONLY: Array<'voice' | 'sms'> = ['voice']
+const SMS_ONLY: Array<'voice' | 'sms'> = ['sms']
+const BOTH: Array<'voice' | 'sms'> = ['voice', 'sms']
+
+/** Issue #16: channel bits (engine/types.ts Channel) as the API names them; absent: both. */
+export function channelNames(bits: number | undefined): Array<'voice' | 'sms'> {
+  return bits === 1 ? [...VOICE_ONLY] : bits === 2 ? [...SMS_ONLY] : [...BOTH]
 }
 
 export async function getSession(db: Db, tenantId: string, id: string): Promise<SessionView | null> {

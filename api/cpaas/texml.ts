@@ -18,6 +18,7 @@ export type RouteDecision =
       consentAudioUrl: string | null
     }
   | { kind: 'direction-not-allowed' }
+  | { kind: 'channel-not-allowed' }
   | { kind: 'no-session'; proxy: string; tenant: ExpiredTenant | null }
   | { kind: 'unknown-proxy' }
 
@@ -158,6 +159,7 @@ export function decisionTexml(
       })
     }
     case 'direction-not-allowed': return rejectTexml('rejected')
+    case 'channel-not-allowed': return rejectTexml('rejected') // issue #16: a call on an SMS-only session
     case 'no-session': return expiredTexml(decision.tenant, decision.proxy)
     case 'unknown-proxy': return rejectTexml()
   }

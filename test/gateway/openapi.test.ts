@@ -125,3 +125,20 @@ t.test('issue #16 item 1: the SMS opt-out texts, the reason of a dropped SMS, th
   t.match(JSON.stringify(sms), /opted_out/, 'an SMS record says why it was dropped')
   t.match(doc.paths['/v1/webhooks/cpaas/sms'].post.summary, /STOP/, 'the callback documents the keywords')
 })
+
+t.test('issue #16 items 2-4: stickyProxy, inactivityTimeoutMinutes and channels on the session', async t => {
+  const { sessionRoutes: routes } = await import('../../api/routes/sessions.js')
+  const doc = buildOpenApi(ownRoutes(routes), { baseUrl: BASE_URL }) as any
+  const create = doc.paths['/v1/sessions'].post
+  const body = create.requestBody.content['application/json'].schema
+  t.match(body.properties.stickyProxy, { type: 'boolean', description: /30 days/ })
+  t.match(body.properties.inactivityTimeoutMinutes, { type: 'integer', minimum: 1, maximum: 10080, description: /POST \/v1\/sessions\/:id\/end/ })
+  t.match(body.properties.channels, { type: 'array', minItems: 1, maxItems: 2, uniqueItems: true, description: /sms\.blocked/ })
+  t.same(body.properties.channels.items.anyOf.map((s: { const: string }) => s.const), ['voice', 'sms'])
+  for (const f of ['stickyProxy', 'inactivityTimeoutMinutes', 'channels']) t.notOk(body.required.includes(f), `${f} is optional`)
+  const patch = doc.paths['/v1/sessions/{id}'].patch.requestBody.content['application/json'].schema
+  t.match(JSON.stringify(patch.properties.inactivityTimeoutMinutes), /"maximum":10080.*"type":"null"/, 'PATCH sets it, or null switches it off')
+  const view = create.responses['201'].content['application/json'].schema
+  t.ok(view.properties.channels && view.properties.inactivityTimeoutMinutes, 'the session shows both')
+  t.notOk(view.properties.stickyProxy, 'stickyProxy is a create instruction, not session state')
+})

@@ -4,12 +4,13 @@
 // in place of the pool), then EXPLAINed with its own parameters against tables holding enough rows
 // (and statistics) for the planner to choose as it would in production. The plans are printed
 // (t.comment): they are the EXPLAIN of each query the issue asks for.
+import { createHash } from 'node:crypto'
 import t from 'tap'
 import { sql, type CommonQueryMethods, type QuerySqlToken } from 'slonik'
 import { callSuccessRate, callsSummary, sessionsOverTime } from '../../sql/analytics.js'
 import { getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms } from '../../sql/records.js'
 import { purgeOldRecords } from '../../sql/retention.js'
-import { findLiveByPartyHash, getSession, listSessions } from '../../sql/sessions.js'
+import { findLiveByPartyHash, findStickyProxy, getLastActivity, getSession, listSessions } from '../../sql/sessions.js'
 import { claimDue, markDone, markRetry } from '../../sql/webhooks.js'
 import { testDatabase } from '../support/db.js'
 
@@ -24,6 +25,7 @@ const DAY = 86_400_000
 const BASE = Math.floor(Date.now() / DAY) * DAY - (DAYS - 1) * DAY
 
 const hex = (n: number, width: number) => n.toString(16).padStart(width, '0')
+const md5 = (s: string) => createHash('md5').update(s).digest('hex')
 const tenantOf = (k: number) => `0190a000-0000-7000-8000-${hex(k, 12)}`
 const sessionOf = (i: number) => `0190b000-0000-7000-8000-${hex(i, 12)}`
 /** SQL: a UUIDv7 (DECISIONS 2) at the epoch ms `ms`, unique by the integer `i`. */
@@ -126,6 +128,10 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
     ['GET /v1/sessions?state=ACTIVE', db => listSessions(db, { tenantId, limit: 50, state: 'ACTIVE' }), { sessions: 'sessions_tenant_state_created|sessions_agent_hash|sessions_customer_hash' }],
     ['GET /v1/sessions/:id', db => getSession(db, tenantId, sessionId), { sessions: 'sessions_pkey' }],
     ['GET /v1/sessions/verify', db => findLiveByPartyHash(db, tenantId, 'ab'.repeat(32)), { sessions: 'sessions_agent_hash' }],
+    // Issue #16: a sticky create's one read (the pair's newest session of the last 30 days), and
+    // the last activity an inactivity end is checked against (the session row, its newest SMS).
+    ['POST /v1/sessions stickyProxy', db => findStickyProxy(db, { tenantId, agentHash: md5('a10003'), customerHash: md5('c10003'), since: from }), { sessions: 'sessions_pair_recent' }],
+    ['inactivity: last activity', db => getLastActivity(db, sessionId), { sessions: 'sessions_pkey', sms_records: 'sms_records_session_sent' }],
     ['outbox: claim due events', db => claimDue(db, { limit: 100, leaseMs: 30_000, now: Date.now() }), { outbox: 'outbox_due' }],
     ['outbox: mark done', db => markDone(db, lease, 'delivered', Date.now()), { outbox: 'outbox_pkey' }],
     ['outbox: mark retry', db => markRetry(db, lease, Date.now()), { outbox: 'outbox_pkey' }],

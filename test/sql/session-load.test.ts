@@ -31,6 +31,10 @@ t.test('loadLiveSessions', async t => {
     rec.recordingEnabled = i % 5 === 0
     rec.consentPrompt = i % 5 === 0 ? 'CUSTOM' : i % 7 === 0 ? 'NONE' : 'DEFAULT'
     rec.directionMode = (['BIDIRECTIONAL', 'A_TO_B_ONLY', 'B_TO_A_ONLY'] as const)[i % 3]!
+    // Issue #16: channel bits (absent: both) and the inactivity timeout (absent: none).
+    if (i % 6 === 1) rec.channels = 1
+    if (i % 6 === 2) rec.channels = 2
+    if (i % 5 === 3) rec.inactivityTimeoutMinutes = 1 + (i * 37) % 10080
     rows.push({
       rec, agentHash: hashParty(tenant.salt, rec.agentPhone), customerHash: hashParty(tenant.salt, rec.customerPhone),
       agentEnc: cipher.encrypt(rec.agentPhone), customerEnc: cipher.encrypt(rec.customerPhone), ...(metadataOf(i) ? { metadata: metadataOf(i)! } : {}),
@@ -73,6 +77,9 @@ t.test('loadLiveSessions', async t => {
       if (t.same(recs[i], want, `record ${recs[i]!.id}`) && t.same(extras[i], stored.get(recs[i]!.id), `extras ${recs[i]!.id}`)) same++
     }
     t.equal(same, LIVE)
+    t.ok(recs.some(r => r.channels === 1) && recs.some(r => r.channels === 2) && recs.some(r => r.inactivityTimeoutMinutes! > 0), 'issue #16 options read back')
+    t.equal(recs.find(r => r.id === rows[1]!.rec.id)!.channels, 1)
+    t.equal(recs.find(r => r.id === rows[3]!.rec.id)!.inactivityTimeoutMinutes, rows[3]!.rec.inactivityTimeoutMinutes)
     const edge = recs.find(r => r.id === rows[4]!.rec.id)!
     t.equal(edge.activatedAt, Date.UTC(1999, 11, 31, 23, 59, 59, 999), 'before 2000: the millisecond it falls in')
     t.equal(extras[recs.indexOf(edge)]!.callCount, 2147483647)
