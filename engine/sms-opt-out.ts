@@ -97,7 +97,8 @@ export function smsAction(
   keyword: SmsKeyword | null,
   optedOut: { sender(tenantId: string): boolean; recipient(dec: Extract<RouteDecision, { kind: 'connect' }>): boolean },
 ): SmsAction {
-  const tenantId = dec.kind === 'connect' || dec.kind === 'direction-not-allowed' ? dec.tenantId
+  // A session that does not carry SMS (issue #16 channels) still hears its parties' keywords.
+  const tenantId = dec.kind === 'connect' || dec.kind === 'direction-not-allowed' || dec.kind === 'channel-not-allowed' ? dec.tenantId
     : dec.kind === 'no-session' ? dec.tenant?.id ?? null : null
   if (keyword !== null && tenantId !== null) {
     if (keyword === 'stop' || keyword === 'help') return { kind: keyword, tenantId }

@@ -101,5 +101,15 @@ t.test('channels', async t => {
     }], 'one sms.blocked, no sms.received or sms.sent')
     t.same(await pool.anyFirst(sql.unsafe`SELECT metric FROM billing_events WHERE session_id = ${s.id} AND metric LIKE 'sms%'`), [], 'no SMS usage')
     t.notOk(api.logLines.some(l => l.includes(text)), 'no log line carries the text')
+
+    // Carrier keywords are heard on a voice-only session too: STOP opts the sender out (its one
+    // confirmation goes back from the proxy), it is not recorded as blocked.
+    const stop = await driver.smsReceived({ from: customer, to: s.proxyNumber, text: 'STOP', messageId: 'voice-only-stop' })
+    t.equal(stop.status, 200)
+    t.equal(fake.count, before + 1, 'the confirmation was sent')
+    t.match(fake.requests.at(-1)!.body, { from: s.proxyNumber, to: customer })
+    await api.svc.flushRecords()
+    t.equal(await pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM sms_records WHERE provider_message_id = 'voice-only-stop'`), 0, 'no blocked record for the keyword')
+    t.equal(await pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM sms_opt_outs WHERE tenant_id = ${acct.tenantId} AND proxy = ${s.proxyNumber} AND opted_out`), 1, 'opted out')
   })
 })
