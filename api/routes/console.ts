@@ -9,12 +9,10 @@
 // out) and problems are the originals', so the two surfaces cannot drift; only path, auth and
 // roles differ. Three read-only figures that had no endpoint are added here (sql/console.ts).
 import { Type } from '@sinclair/typebox'
-import { Role, route, type HttpMethod, type RouteDef } from '../route.js'
-import { EventEnvelopeSchema } from '../schemas/events.js'
+import { ApiProblem, Role, route, type HttpMethod, type RouteDef } from '../route.js'
 import { SessionIdParams } from '../schemas/session.js'
-import { Timestamp } from '../schemas/common.js'
-import { activityPerMinute, liveSessionsByState, sessionEvents } from '../../sql/console.js'
-import { sessionsOf } from '../services.js'
+import { Nullable, StringEnum, Timestamp, Uuid } from '../schemas/common.js'
+import { activityPerMinute, liveSessionsByState, sessionTimeline } from '../../sql/console.js'
 
 export const CONSOLE_PREFIX = '/v1/console'
 const WRITERS: readonly Role[] = [Role.OWNER, Role.ADMIN]
@@ -36,7 +34,8 @@ const MIRRORED: ReadonlyArray<{ method: HttpMethod; path: string; roles?: readon
 ]
 
 const ACTIVITY_MINUTES = 60
-const EVENTS_MAX = 500
+/** Of each of calls, SMS and swaps, the newest this many (the calls and SMS lists' maximum page). */
+const TIMELINE_PER_KIND = 200
 
 const OverviewView = Type.Object({
   sessions: Type.Object({ PENDING: Type.Integer(), ACTIVE: Type.Integer(), GRACE_PERIOD: Type.Integer() }),
@@ -45,6 +44,29 @@ const OverviewView = Type.Object({
     minutes: Type.Array(Type.Object({ minute: Timestamp, calls: Type.Integer(), sms: Type.Integer() })),
   }),
   timestamp: Timestamp,
+})
+
+const Direction = StringEnum(['A_TO_B', 'B_TO_A'])
+/** A session's timeline: what the console's session page draws, parties by role only. */
+const TimelineView = Type.Object({
+  data: Type.Array(Type.Union([
+    Type.Object({
+      kind: StringEnum(['created', 'activated', 'swap', 'ended', 'expired', 'failed'], {
+        description: 'swap: party B was swapped (PATCH /v1/sessions/:id/target), the proxy kept; failed: the session ended in FAILED',
+      }),
+      at: Timestamp,
+    }),
+    Type.Object({
+      kind: Type.Literal('call'), at: Type.String({ format: 'date-time', description: 'initiatedAt' }), id: Uuid, direction: Direction,
+      status: StringEnum(['RINGING', 'ANSWERED', 'COMPLETED', 'MISSED', 'FAILED']), durationSeconds: Type.Integer({ minimum: 0 }),
+    }),
+    Type.Object({
+      kind: Type.Literal('sms'), at: Type.String({ format: 'date-time', description: 'sentAt' }), id: Uuid, direction: Direction,
+      status: StringEnum(['QUEUED', 'SENT', 'DELIVERED', 'FAILED']),
+      reason: Nullable(Type.String({ description: 'as SMS records: opted_out or channel for a message dropped before the provider' })),
+    }),
+  ]), { description: 'Oldest first' }),
+  truncated: Type.Boolean({ description: `true when the session has more than ${TIMELINE_PER_KIND} calls, SMS or swaps: only the newest ${TIMELINE_PER_KIND} of each are listed` }),
 })
 
 const ConsoleQuery = Type.Object({
@@ -78,15 +100,15 @@ function ownRoutes(): RouteDef[] {
       },
     }),
     route({
-      method: 'GET', path: `${CONSOLE_PREFIX}/sessions/:id/events`, auth: 'user',
-      summary: "Console: a session's events (target swaps included), oldest first",
-      params: SessionIdParams, response: { 200: Type.Object({ data: Type.Array(EventEnvelopeSchema) }) },
-      problems: ['not-found', ...READ_PROBLEMS],
+      method: 'GET', path: `${CONSOLE_PREFIX}/sessions/:id/timeline`, auth: 'user',
+      summary: "Console: a session's timeline, oldest first: created, activated, calls (status, duration), SMS (status), party B swaps, end, expiry",
+      params: SessionIdParams, response: { 200: TimelineView }, problems: ['not-found', ...READ_PROBLEMS],
       async handler(req) {
         const tenantId = req.auth!.tenantId
         const id = (req.params as { id: string }).id
-        await sessionsOf(req.services).get(tenantId, id) // 404 unless the tenant has it
-        return { status: 200, body: { data: await sessionEvents(req.services.db, tenantId, id, EVENTS_MAX) } }
+        const timeline = await sessionTimeline(req.services.db, tenantId, id, TIMELINE_PER_KIND)
+        if (!timeline) throw new ApiProblem('not-found') // another tenant's session too
+        return { status: 200, body: { data: timeline.items, truncated: timeline.truncated } }
       },
     }),
   ]

@@ -21,8 +21,12 @@ interface SessionView {
   expiresAt: string; createdAt: string; activatedAt: string; endedAt: string | null; expiredAt: string | null; callCount: number; lastCallAt: string | null
 }
 interface Page<T> { data: T[]; pagination: { count: number; after: string | null } }
-interface Call { id: string; status: string; direction: string; durationSeconds: number; initiatedAt: string; answeredAt: string | null; endedAt: string | null }
-interface Sms { id: string; status: string; direction: string; sentAt: string; deliveredAt: string | null; reason?: string | null }
+/** GET /v1/console/sessions/:id/timeline: built by the service from the session, call, SMS and audit tables. */
+type TimelineEntry =
+  | { kind: 'created' | 'activated' | 'swap' | 'ended' | 'expired' | 'failed'; at: string }
+  | { kind: 'call'; at: string; id: string; direction: string; status: string; durationSeconds: number }
+  | { kind: 'sms'; at: string; id: string; direction: string; status: string; reason: string | null }
+interface Timeline { data: TimelineEntry[]; truncated: boolean }
 
 /** Calls `fn` once, `ms` after an event that `match`es; the events until then ride along. */
 function useEventRefresh(match: (e: EventEnvelope) => boolean, fn: () => void, ms: number, deps: unknown[]): void {
@@ -84,7 +88,7 @@ function SessionList() {
     </section>`
 }
 
-interface Detail { s: SessionView; calls: Call[]; sms: Sms[]; events: EventEnvelope[] }
+interface Detail { s: SessionView; timeline: Timeline }
 
 function SessionDetail(props: { id: string }) {
   const [d, setD] = useState<Detail | null>(null)
@@ -94,12 +98,15 @@ function SessionDetail(props: { id: string }) {
   const [target, setTarget] = useState('')
   const base = `/v1/console/sessions/${props.id}`
 
+  // Two requests per reload (each counts against the tenant's rate limit): the session, for its
+  // facts and actions, and its timeline, which the service builds in one read of each source.
   const load = () => {
-    Promise.all([
-      get<SessionView>(base), get<Page<Call>>(`${base}/calls?limit=200`), get<Page<Sms>>(`${base}/sms?limit=200`), get<{ data: EventEnvelope[] }>(`${base}/events`),
-    ]).then(([s, calls, sms, events]) => { setD({ s, calls: calls.data, sms: sms.data, events: events.data }); setError(null) }, (e: Error) => setError(e.message))
+    Promise.all([get<SessionView>(base), get<Timeline>(`${base}/timeline`)])
+      .then(([s, timeline]) => { setD({ s, timeline }); setError(null) }, (e: Error) => setError(e.message))
   }
   useEffect(load, [props.id])
+  // Live: every event of this session (a call, an SMS, a swap, the end) reloads both, once the
+  // service has written it (events are published after their rows commit).
   useEventRefresh(e => e.data.sessionId === props.id, load, DETAIL_REFRESH_MS, [props.id])
 
   const act = (what: string, method: string, path: string, body?: unknown) => {
@@ -146,6 +153,7 @@ function SessionDetail(props: { id: string }) {
       <ol class="timeline" id="timeline">${timeline(d).map(i => html`
         <li data-kind=${i.kind} data-status=${i.status ?? ''}><time>${time(i.at)}</time> <span>${i.text}</span></li>`)}
       </ol>
+      ${d.timeline.truncated ? html`<p class="muted" id="timeline-truncated">Only the latest calls, messages and swaps are shown.</p>` : null}
     </section>`
 }
 
@@ -153,19 +161,20 @@ interface Item { at: string; kind: string; text: string; status?: string }
 
 function timeline(d: Detail): Item[] {
   const { s } = d
-  const items: Item[] = [{ at: s.createdAt, kind: 'created', text: 'Session created' }]
-  if (s.activatedAt) items.push({ at: s.activatedAt, kind: 'activated', text: 'Activated' })
-  for (const c of d.calls) {
-    const how = c.status === 'COMPLETED' ? `completed, ${duration(c.durationSeconds)}` : c.status.toLowerCase()
-    items.push({ at: c.initiatedAt, kind: 'call', status: c.status, text: `Call ${party(c.direction, 'from')} → ${party(c.direction, 'to')}: ${how}` })
-  }
-  for (const m of d.sms) {
-    items.push({ at: m.sentAt, kind: 'sms', status: m.status, text: `SMS ${party(m.direction, 'from')} → ${party(m.direction, 'to')}: ${m.status.toLowerCase()}${m.reason ? ` (${m.reason.replace('_', ' ')})` : ''}` })
-  }
-  for (const e of d.events) {
-    if (e.type === 'session.target_swapped') items.push({ at: e.data.timestamp ?? e.createdAt, kind: 'swap', text: 'Party B swapped (proxy kept)' })
-  }
-  if (s.endedAt) items.push({ at: s.endedAt, kind: 'ended', text: `Ended; grace period until ${time(s.expiresAt)}` })
-  if (s.expiredAt) items.push({ at: s.expiredAt, kind: 'expired', text: s.state === 'FAILED' ? 'Failed' : 'Expired' })
-  return items.sort((a, b) => a.at.localeCompare(b.at))
+  return d.timeline.data.map((e): Item => {
+    switch (e.kind) {
+      case 'created': return { at: e.at, kind: e.kind, text: 'Session created' }
+      case 'activated': return { at: e.at, kind: e.kind, text: 'Activated' }
+      case 'call': {
+        const how = e.status === 'COMPLETED' ? `completed, ${duration(e.durationSeconds)}` : e.status.toLowerCase()
+        return { at: e.at, kind: e.kind, status: e.status, text: `Call ${party(e.direction, 'from')} → ${party(e.direction, 'to')}: ${how}` }
+      }
+      case 'sms':
+        return { at: e.at, kind: e.kind, status: e.status, text: `SMS ${party(e.direction, 'from')} → ${party(e.direction, 'to')}: ${e.status.toLowerCase()}${e.reason ? ` (${e.reason.replace('_', ' ')})` : ''}` }
+      case 'swap': return { at: e.at, kind: e.kind, text: 'Party B swapped (proxy kept)' }
+      case 'ended': return { at: e.at, kind: e.kind, text: `Ended; grace period until ${time(s.expiresAt)}` }
+      case 'expired': return { at: e.at, kind: e.kind, text: 'Expired' }
+      case 'failed': return { at: e.at, kind: e.kind, text: 'Failed' }
+    }
+  })
 }

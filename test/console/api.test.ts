@@ -1,6 +1,6 @@
 // Issue 15: the console's API (api/routes/console.ts). The tenant endpoints it mirrors under
 // /v1/console take dashboard user tokens (and only those), keep the tenant scoping, and let OWNER
-// and ADMIN act while OPERATOR reads; the two figures added for it (overview, session events).
+// and ADMIN act while OPERATOR reads; the two figures added for it (overview, session timeline).
 import t from 'tap'
 import { sql } from 'slonik'
 import { hashPassword } from '../../api/auth/passwords.js'
@@ -40,7 +40,11 @@ t.test('console endpoints', async t => {
     t.equal((await api.req('GET', '/v1/sessions', { token: a.ownerToken })).status, 403, 'and a user token still is on /v1/sessions')
     t.equal((await api.req('GET', '/v1/console/sessions')).status, 401)
     t.equal((await api.req('GET', `/v1/console/sessions/${other.id}`, { token: a.ownerToken })).status, 404, 'another tenant\'s session is not found')
-    t.equal((await api.req('GET', `/v1/console/sessions/${other.id}/events`, { token: a.ownerToken })).status, 404)
+    const foreign = await api.req('GET', `/v1/console/sessions/${other.id}/timeline`, { token: a.ownerToken })
+    t.equal(foreign.status, 404, 'nor is its timeline')
+    t.match(foreign.body, { type: /\/errors\/not-found$/, status: 404 })
+    t.equal((await api.req('GET', `/v1/console/sessions/${uuidv7()}/timeline`, { token: a.ownerToken })).status, 404, 'an unknown session')
+    t.equal((await api.req('GET', '/v1/console/sessions/nope/timeline', { token: a.ownerToken })).status, 400)
     t.equal((await api.req('POST', `/v1/console/sessions/${other.id}/end`, { token: a.ownerToken })).status, 404)
     t.equal((await api.req('GET', '/v1/console/sessions?state=NOPE', { token: a.ownerToken })).status, 400, 'validated as the original')
   })
@@ -65,14 +69,15 @@ t.test('console endpoints', async t => {
     t.notOk(JSON.stringify(swap.body).includes(B2), 'the swap answers no number')
   })
 
-  await t.test('a session\'s events include its swap; no number in them', async t => {
-    const ev = await eventually(async () => {
-      const r = await api.req('GET', `/v1/console/sessions/${s.id}/events`, { token: operator })
-      return r.body.data.some((e: { type: string }) => e.type === 'session.target_swapped') ? r : undefined
-    }, 'the swap event')
-    t.equal(ev.status, 200)
-    t.ok(ev.body.data.every((e: { data: { sessionId: string; tenantId: string } }) => e.data.sessionId === s.id && e.data.tenantId === a.tenantId))
-    t.same(ev.body.data.map((e: { type: string }) => e.type).slice(0, 1), ['session.created'], 'oldest first')
+  await t.test('a session\'s timeline: created, activated, its swap; no number nor hash in it', async t => {
+    const r = await api.req('GET', `/v1/console/sessions/${s.id}/timeline`, { token: operator })
+    t.equal(r.status, 200)
+    t.same(r.body.data.map((e: { kind: string }) => e.kind), ['created', 'activated', 'swap'], 'oldest first')
+    t.equal(r.body.data[0].at, s.createdAt)
+    t.equal(r.body.truncated, false)
+    const text = JSON.stringify(r.body)
+    for (const n of [A, B, B2]) t.notOk(text.includes(n), 'no party number')
+    t.notMatch(text, /[0-9a-f]{64}/, 'no party hash')
   })
 
   await t.test('overview: live sessions by state, calls and SMS per minute', async t => {
@@ -96,9 +101,28 @@ t.test('console endpoints', async t => {
     t.equal((await api.req('GET', '/v1/console/overview?minutes=0', { token: operator })).status, 400)
   })
 
+  await t.test('the timeline has the call with its outcome and duration, the SMS with its status, the end', async t => {
+    const r = await eventually(async () => {
+      const r = await api.req('GET', `/v1/console/sessions/${s.id}/timeline`, { token: operator })
+      return r.body.data.some((e: { kind: string }) => e.kind === 'sms') ? r : undefined
+    }, 'the SMS on the timeline')
+    t.same(r.body.data.map((e: { kind: string }) => e.kind), ['created', 'activated', 'swap', 'call', 'sms', 'ended'])
+    const [call, sms] = [r.body.data[3], r.body.data[4]]
+    t.match(call, { kind: 'call', direction: 'B_TO_A', status: /^(RINGING|ANSWERED|COMPLETED|MISSED|FAILED)$/, durationSeconds: Number })
+    t.same(Object.keys(call).sort(), ['at', 'direction', 'durationSeconds', 'id', 'kind', 'status'], 'the call: these fields only')
+    t.match(sms, { kind: 'sms', direction: 'A_TO_B', status: /^(QUEUED|SENT|DELIVERED|FAILED)$/, reason: null })
+    t.same(Object.keys(sms).sort(), ['at', 'direction', 'id', 'kind', 'reason', 'status'], 'the SMS: these fields only')
+    const calls = (await api.req('GET', `/v1/console/sessions/${s.id}/calls`, { token: operator })).body.data
+    t.same([call.id, call.status, call.durationSeconds, call.at], [calls[0].id, calls[0].status, calls[0].durationSeconds, calls[0].initiatedAt], 'as GET .../calls has it')
+    const ended = (await api.req('GET', `/v1/console/sessions/${s.id}`, { token: operator })).body.endedAt
+    t.equal(r.body.data[5].at, ended)
+    const text = JSON.stringify(r.body)
+    for (const n of [A, B, B2]) t.notOk(text.includes(n), 'no party number')
+  })
+
   await t.test('the OpenAPI document lists the console endpoints with their roles', async t => {
     const doc = (await api.req('GET', '/v1/openapi.json')).body
-    for (const p of ['/v1/console/overview', '/v1/console/sessions', '/v1/console/sessions/{id}/events', '/v1/console/sessions/{id}/end', '/v1/console/numbers/pool', '/v1/console/webhooks/logs']) {
+    for (const p of ['/v1/console/overview', '/v1/console/sessions', '/v1/console/sessions/{id}/timeline', '/v1/console/sessions/{id}/end', '/v1/console/numbers/pool', '/v1/console/webhooks/logs']) {
       t.ok(doc.paths[p], `${p} is documented`)
     }
     t.match(doc.paths['/v1/console/sessions/{id}/end'].post.summary, /OWNER or ADMIN/)
