@@ -1,13 +1,15 @@
 // Issue 12: every query the API, analytics, the retention purge and the outbox dispatcher run on
 // call_records, sms_records, outbox and the sessions lists stays on an index now that migration
-// 005 thinned the write-hot tables. Each query is captured as the code sends it (a recording Db
-// in place of the pool), then EXPLAINed with its own parameters against tables holding enough rows
-// (and statistics) for the planner to choose as it would in production. The plans are printed
-// (t.comment): they are the EXPLAIN of each query the issue asks for.
+// 005 thinned the write-hot tables; so does the console's session timeline (issue 15), audit_log
+// included. Each query is captured as the code sends it (a recording Db in place of the pool),
+// then EXPLAINed with its own parameters against tables holding enough rows (and statistics) for
+// the planner to choose as it would in production. The plans are printed (t.comment): they are the
+// EXPLAIN of each query the issue asks for.
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import { sql, type CommonQueryMethods, type QuerySqlToken } from 'slonik'
 import { callSuccessRate, callsSummary, sessionsOverTime } from '../../sql/analytics.js'
+import { sessionTimeline } from '../../sql/console.js'
 import { getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms } from '../../sql/records.js'
 import { purgeOldRecords } from '../../sql/retention.js'
 import { findLiveByPartyHash, findStickyProxy, getLastActivity, getSession, listSessions } from '../../sql/sessions.js'
@@ -19,6 +21,7 @@ const SESSIONS = 20_000
 const CALLS = 60_000
 const SMS = 20_000
 const OUTBOX = 40_000
+const AUDIT = 20_000
 const DAYS = 60
 const DAY = 86_400_000
 /** Every row lies in the last 60 days, [BASE, BASE + 60 days); queries ask for one day in the middle. */
@@ -36,21 +39,24 @@ const sessionSql = (i: string) => `('0190b000-0000-7000-8000-' || lpad(to_hex(${
 
 type Captured = QuerySqlToken
 
-/** A Db that records each query instead of running it (and answers as if nothing matched). */
-function recorder(): { db: CommonQueryMethods; queries: Captured[] } {
+/**
+ * A Db that records each query instead of running it (and answers as if nothing matched, or with
+ * `one` for a single-row read, so a function goes on to its next query).
+ */
+function recorder(one: unknown = null): { db: CommonQueryMethods; queries: Captured[] } {
   const queries: Captured[] = []
   const take = (v: unknown) => async (q: Captured) => { queries.push(q); return v }
   const db = {
-    any: take([]), anyFirst: take([]), many: take([]), manyFirst: take([]), maybeOne: take(null), maybeOneFirst: take(null),
+    any: take([]), anyFirst: take([]), many: take([]), manyFirst: take([]), maybeOne: take(one), maybeOneFirst: take(null),
     one: take({}), oneFirst: take(0), exists: take(false), query: take({ rows: [], rowCount: 0, fields: [], command: 'SELECT', notices: [] }),
     transaction: async (fn: (tx: CommonQueryMethods) => Promise<unknown>) => fn(db as unknown as CommonQueryMethods),
   }
   return { db: db as unknown as CommonQueryMethods, queries }
 }
 
-/** The queries `run` sends. */
-async function capture(run: (db: CommonQueryMethods) => Promise<unknown>): Promise<Captured[]> {
-  const r = recorder()
+/** The queries `run` sends (`one`: what a single-row read answers). */
+async function capture(run: (db: CommonQueryMethods) => Promise<unknown>, one?: unknown): Promise<Captured[]> {
+  const r = recorder(one)
   await run(r.db)
   if (r.queries.length === 0) throw new Error('the function sent no query')
   return r.queries
@@ -94,6 +100,13 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
            'call.incoming', '{}'::jsonb, now(), now(),
            CASE WHEN i < ${OUTBOX * 0.99} THEN now() END, CASE WHEN i < ${OUTBOX * 0.99} THEN 'delivered' END
     FROM generate_series(0, ${OUTBOX - 1}) i`)
+  // The audit log: target swaps of those sessions over the 60 days (updateSession's rows), and as
+  // many rows of other actions.
+  await q(`INSERT INTO audit_log (id, tenant_id, action, target_id, data, created_at)
+    SELECT ${uuidv7Sql(msAt(`i::float8 / ${AUDIT}`), 'i')}, ${tenantSql(`${ofSession(AUDIT)} % ${TENANTS}`)},
+           CASE WHEN i % 2 = 0 THEN 'session.target_swapped' ELSE 'tenant.updated' END, ${sessionSql(ofSession(AUDIT))},
+           '{}'::jsonb, to_timestamp((${msAt(`i::float8 / ${AUDIT}`)}) / 1000.0)
+    FROM generate_series(0, ${AUDIT - 1}) i`)
   await q('ANALYZE')
 
   const tenantId = tenantOf(3)
@@ -102,8 +115,17 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
   const callId = (await pool.oneFirst(sql.unsafe`SELECT id FROM call_records WHERE tenant_id = ${tenantId} ORDER BY id LIMIT 1 OFFSET 100`)) as string
   const lease = { id: callId, lockedUntil: new Date(BASE).toISOString() }
 
+  // The console timeline reads its session row first and goes on only if the tenant has it: the
+  // recorder answers that read with the real row of an expired session, and of a live one.
+  const timelineRow = async (id: string) => pool.one(sql.unsafe`SELECT state, created_at, activated_at, ended_at, expired_at FROM sessions WHERE id = ${id}`)
+  const expiredSession = await timelineRow(sessionId)
+  const liveId = sessionOf(10_000)
+  const liveSession = await timelineRow(liveId)
+  const expired = { ...expiredSession, expired_at: Number(expiredSession.created_at) + DAY }
+  const timelineIndexes = { sessions: 'sessions_pkey', call_records: 'call_records_session', sms_records: 'sms_records_session_sent', audit_log: 'audit_log_tenant' }
+
   /** [what, the function's queries, table → the index each must use (alternatives separated by |)]. */
-  const cases: [string, (db: CommonQueryMethods) => Promise<unknown>, Record<string, string>][] = [
+  const cases: [string, (db: CommonQueryMethods) => Promise<unknown>, Record<string, string>, unknown?][] = [
     ['GET /v1/calls', db => listCalls(db, { tenantId, limit: 50 }), { call_records: 'call_records_tenant_id' }],
     ['GET /v1/calls?after', db => listCalls(db, { tenantId, limit: 50, after: callId }), { call_records: 'call_records_tenant_id' }],
     // Filtered within the tenant: either tenant-first index serves (the planner takes the smaller).
@@ -137,18 +159,22 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
     ['outbox: mark retry', db => markRetry(db, lease, Date.now()), { outbox: 'outbox_pkey' }],
     // A daily purge at 59 days' retention: the oldest day goes.
     ['retention purge', db => purgeOldRecords(db, DAYS - 1), { call_records: 'call_records_tenant_initiated', sms_records: 'sms_records_sent' }],
+    // Issue 15: the console's session timeline, never from the outbox: the session row, its calls
+    // and SMS by session, its swaps in audit_log over the session's life (to now while it lives).
+    ['console: timeline of an expired session', db => sessionTimeline(db, tenantId, sessionId, 200), timelineIndexes, expired],
+    ['console: timeline of a live session', db => sessionTimeline(db, tenantOf(0), liveId, 200), timelineIndexes, liveSession],
   ]
 
   /** The plan of a captured query, with its own parameters (EXPLAIN without ANALYZE runs nothing). */
   const explain = async (query: Captured) =>
     (await pool.any({ ...query, sql: `EXPLAIN (COSTS OFF) ${query.sql}` } as Captured)).map(r => Object.values(r)[0] as string).join('\n')
 
-  for (const [what, run, want] of cases) {
+  for (const [what, run, want, one] of cases) {
     const plans: string[] = []
-    for (const query of await capture(run)) plans.push(await explain(query))
+    for (const query of await capture(run, one)) plans.push(await explain(query))
     const plan = plans.join('\n--\n')
     t.comment(`${what}\n${plan}`)
-    for (const table of ['call_records', 'sms_records', 'outbox', 'sessions']) {
+    for (const table of ['call_records', 'sms_records', 'outbox', 'sessions', 'audit_log']) {
       t.notMatch(plan, new RegExp(`Seq Scan on ${table}\\b`), `${what}: no Seq Scan on ${table}`)
     }
     for (const [table, index] of Object.entries(want)) {
