@@ -9,6 +9,7 @@
 import { createServer, type Server } from 'node:http'
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import type { PoolCount } from '../engine/engine.js'
+import { regionCounts } from '../engine/pool-alerts.js'
 
 /** Upper bounds of the request latency histogram, in seconds. */
 export const LATENCY_BUCKETS: readonly number[] = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -96,6 +97,8 @@ export interface MetricSources {
   breakers?: () => Array<{ name: string; state: 'CLOSED' | 'OPEN' | 'HALF_OPEN' }>
   /** 1 when the service takes traffic (the readiness route's answer). */
   ready?: () => boolean
+  /** Issue #16: the pool alert level of a region (0 ok, 1 below 20 % free, 2 below 10 %, 3 below 5 %). */
+  poolAlertLevel?: (region: string) => number
 }
 
 export interface ServiceMetrics {
@@ -106,6 +109,8 @@ export interface ServiceMetrics {
   webhook(outcome: 'delivered' | 'retry' | 'failed' | 'skipped' | 'error'): void
   /** A WebSocket client closed; `code` is its close code. */
   streamClosed(code: number): void
+  /** Issue #16: a create refused with 503 pool-exhausted. */
+  poolExhausted(): void
   /** Sources read on scrape; set once the service has them. */
   sources: MetricSources
 }
@@ -143,6 +148,10 @@ export function createServiceMetrics(o: { routes?: Iterable<string>; defaults?: 
     labelNames: ['reason'], registers: [registry],
   })
   for (const r of ['shutdown', 'token_expired', 'abnormal', 'normal', 'other']) closes.labels(r).inc(0)
+  const exhausted = new Counter({
+    name: 'maskline_pool_exhausted_total', help: 'Session creates refused on this node with 503 pool-exhausted (no proxy number could carry the session)',
+    registers: [registry],
+  })
 
   const gauge = (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void | Promise<void>) =>
     new Gauge({ name, help, labelNames, registers: [registry], collect() { return collect(this) } })
@@ -156,6 +165,16 @@ export function createServiceMetrics(o: { routes?: Iterable<string>; defaults?: 
       g.labels(p.region, p.provider, 'in_use').set(p.inUse)
       g.labels(p.region, p.provider, 'cooldown').set(p.cooldown)
     }
+  })
+  // Issue #16: the free share (available / total: neither in use nor cooling down) and the alert
+  // level each region is at (gateway/pool-alerts.ts); labels are region names, never a number.
+  gauge('maskline_pool_free_ratio', 'Free share of the proxy numbers of a region (available / total), 0 to 1', ['region'], g => {
+    g.reset()
+    for (const r of regionCounts(sources.poolCounts?.() ?? [])) if (r.total > 0) g.labels(r.region).set(r.available / r.total)
+  })
+  gauge('maskline_pool_alert_level', 'Pool alert level of a region: 0 ok, 1 below 20 % free, 2 below 10 %, 3 below 5 % (back to 0 above 25 %)', ['region'], g => {
+    g.reset()
+    for (const r of regionCounts(sources.poolCounts?.() ?? [])) g.labels(r.region).set(sources.poolAlertLevel?.(r.region) ?? 0)
   })
   gauge('maskline_record_writer_pending', 'Call and SMS record operations answered for and not yet in Postgres (spilled: held only in the journal)', ['where'], g => {
     const s = sources.recordWriter?.()
@@ -183,6 +202,7 @@ export function createServiceMetrics(o: { routes?: Iterable<string>; defaults?: 
     sources,
     callback: (ch, out) => cbChildren[`${ch}:${out}`]!.inc(),
     webhook: out => webhooks.labels(out).inc(),
+    poolExhausted: () => exhausted.inc(),
     streamClosed(code) {
       closes.labels(code === 1001 ? 'shutdown' : code === 1008 ? 'token_expired' : code === 1006 ? 'abnormal' : code === 1000 ? 'normal' : 'other').inc()
     },

@@ -52,6 +52,9 @@ import { TenantDirectory } from './tenant-directory.js'
 import { createTelephony } from './telephony.js'
 import { loadOptOutSet } from './sms-opt-out.js'
 import { createSmsCompliance } from './sms-compliance.js'
+import { startPoolAlerter, type PoolAlerter } from './pool-alerts.js'
+import { recordPoolRefusal } from '../sql/pool-alerts.js'
+import { ApiProblem } from '../api/route.js'
 import { createSignatureVerifier } from './cpaas/signature.js'
 import { FailoverProvider } from './cpaas/failover.js'
 import { SandboxProvider } from './cpaas/sandbox-provider.js'
@@ -93,6 +96,8 @@ export interface RunningService {
   /** The Prometheus registry and its listener's port (null: METRICS_PORT=off or not bound). */
   metrics: ServiceMetrics
   metricsPort: number | null
+  /** Issue #16: pool alerts; `check()` runs the once-a-second check now (tests). */
+  poolAlerts: PoolAlerter
   /** booting → ready → draining (GET /v1/health/ready). */
   readiness(): Readiness
   /** The graceful stop (SIGTERM): readiness 503 and the listener closed at once, in-flight requests
@@ -261,7 +266,22 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       db: db.pool, engine, mailboxes, tenants, cipher, hashParty, now, otherNodes: bus.kind === 'redis',
       announce: (id, version, envelopes) => fanOut(envelopes, [{ kind: 'session', id, version }]),
     })
-    services.sessions = runner
+    // Issue #16: a create refused for lack of numbers is counted (metric, and per tenant and hour
+    // for the session analytics: a direct write off the answer's path; refusals are rare).
+    const countRefusal = (tenantId: string) => {
+      metrics.poolExhausted()
+      void recordPoolRefusal(db.pool, tenantId, now()).catch(() => log.warn({ code: 'pool-refusal' }, 'recoverable error'))
+    }
+    services.sessions = {
+      ...runner,
+      create: (tenantId, body, idempotency) => runner.create(tenantId, body, idempotency).catch((err: unknown) => {
+        if (err instanceof ApiProblem && err.slug === 'pool-exhausted') countRefusal(tenantId)
+        throw err
+      }),
+    }
+    // Issue #16: pool alerts, announced once cluster-wide (gateway/pool-alerts.ts says how).
+    const poolAlerts = await startPoolAlerter({ db: db.pool, engine, log, now, announce: envs => fanOut(envs) })
+    closers.unshift(() => poolAlerts.close())
 
     const provider = new FailoverProvider(
       cfg.provider === 'telnyx'
@@ -346,6 +366,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       outboxBacklog: () => orAfter(db.pool.oneFirst(outboxBacklog).then(Number), 1_000, NaN),
       streamClients: () => stream?.connectionCount() ?? 0,
       breakers: () => provider.health(),
+      poolAlertLevel: region => poolAlerts.level(region),
     } satisfies typeof metrics.sources)
 
     // Sessions that expired while the process was down expire now, once (the database decides).
@@ -382,6 +403,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       flushRecords: () => records.flush(),
       metrics,
       metricsPort,
+      poolAlerts,
       readiness: () => readiness,
       async close() {
         if (readiness !== 'draining') {

@@ -28,24 +28,38 @@ function bound(t: string | number) {
 // Literal SQL per granularity (never a parameter: the same expression must appear in GROUP BY).
 // `x AT TIME ZONE 'UTC'` is the UTC wall time, truncated, then turned back into an instant, so
 // the bucket does not depend on the session's TimeZone setting.
-function bucketOf(g: Granularity, column: 'created_at' | 'initiated_at') {
+function bucketOf(g: Granularity, column: 'created_at' | 'initiated_at' | 'hour') {
   const col = sql.identifier([column])
   return g === 'hour'
     ? sql.fragment`(date_trunc('hour', ${col} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')`
     : sql.fragment`(date_trunc('day', ${col} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')`
 }
 
-export interface SessionsBucket { ts: string; count: number }
+export interface SessionsBucket { ts: string; count: number; poolExhausted?: number }
 
-/** Sessions created per bucket, oldest first. */
+/**
+ * Sessions created per bucket, oldest first; issue #16: with the creates refused for lack of
+ * numbers (pool_refusals, counted per UTC hour, so an hour bucket holds whole hours) as
+ * `poolExhausted` on the buckets that had any, a bucket with refusals only included.
+ */
 export async function sessionsOverTime(db: Db, q: PeriodQuery & { granularity: Granularity }): Promise<SessionsBucket[]> {
   return guard(async () => {
     const rows = (await db.any(sql.unsafe`
-      SELECT ${bucketOf(q.granularity, 'created_at')} AS ts, count(*)::int4 AS count
-      FROM sessions
-      WHERE tenant_id = ${q.tenantId} AND created_at >= ${bound(q.from)} AND created_at < ${bound(q.to)}
-      GROUP BY 1 ORDER BY 1`)) as readonly { ts: number; count: number }[]
-    return rows.map(r => ({ ts: iso(r.ts), count: r.count }))
+      WITH created AS (
+        SELECT ${bucketOf(q.granularity, 'created_at')} AS ts, count(*)::int4 AS count
+        FROM sessions
+        WHERE tenant_id = ${q.tenantId} AND created_at >= ${bound(q.from)} AND created_at < ${bound(q.to)}
+        GROUP BY 1
+      ), refused AS (
+        SELECT ${bucketOf(q.granularity, 'hour')} AS ts, sum(count)::int4 AS refused
+        FROM pool_refusals
+        WHERE tenant_id = ${q.tenantId} AND hour >= ${bound(q.from)} AND hour < ${bound(q.to)}
+        GROUP BY 1
+      )
+      SELECT COALESCE(c.ts, r.ts) AS ts, COALESCE(c.count, 0) AS count, COALESCE(r.refused, 0) AS refused
+      FROM created c FULL JOIN refused r ON r.ts = c.ts
+      ORDER BY 1`)) as readonly { ts: number; count: number; refused: number }[]
+    return rows.map(r => ({ ts: iso(r.ts), count: r.count, ...(r.refused > 0 ? { poolExhausted: r.refused } : {}) }))
   })
 }
 

@@ -48,7 +48,14 @@ export const UsageView = Type.Object({
 })
 export type UsageView = Static<typeof UsageView>
 
-export const SessionsBucket = Type.Object({ ts: Timestamp, count: Count })
+export const SessionsBucket = Type.Object({
+  ts: Timestamp,
+  count: Count,
+  poolExhausted: Type.Optional(Type.Integer({
+    minimum: 1,
+    description: 'Issue #16: creates refused with 503 pool-exhausted in this bucket (counted per UTC hour); absent when none',
+  })),
+})
 export const SessionsOverTime = Type.Array(SessionsBucket)
 export type SessionsBucket = Static<typeof SessionsBucket>
 

@@ -8,25 +8,32 @@ export type EventType =
   | 'session.created' | 'session.activated' | 'session.expired' | 'session.target_swapped'
   | 'call.incoming' | 'call.answered' | 'call.ended' | 'call.failed'
   | 'sms.sent' | 'sms.received' | 'sms.blocked'
+  | 'pool.low'
 
 /**
- * The names POST /v1/webhooks accepts: spec 6's nine, and sms.blocked (issue #16: an SMS dropped
- * because its sender opted out or the session does not carry SMS); session.target_swapped is
- * always delivered.
+ * The names POST /v1/webhooks accepts: spec 6's nine, sms.blocked (issue #16: an SMS dropped
+ * because its sender opted out or the session does not carry SMS) and pool.low (issue #16: a
+ * region's free proxy numbers fell below 20/10/5 %, or recovered above 25 %);
+ * session.target_swapped is always delivered.
  */
 export const SUBSCRIBABLE_EVENTS = [
   'session.created', 'session.activated', 'session.expired',
   'call.incoming', 'call.answered', 'call.ended', 'call.failed',
   'sms.sent', 'sms.received', 'sms.blocked',
+  'pool.low',
 ] as const satisfies readonly EventType[]
 
 /** Every type an envelope can carry: the nine subscribable ones and session.target_swapped (the stream sends them all). */
 export const EVENT_TYPES = [...SUBSCRIBABLE_EVENTS, 'session.target_swapped'] as const satisfies readonly EventType[]
 
+/**
+ * Every event names its tenant; every event of a session (all but pool.low) also has sessionId
+ * and proxyNumber. pool.low (issue #16) is about a region, not a session: region and counts only.
+ */
 export interface EventData {
-  sessionId: string
+  sessionId?: string
   tenantId: string
-  proxyNumber: string
+  proxyNumber?: string
   state?: string
   timestamp?: string
   callId?: string
@@ -36,6 +43,13 @@ export interface EventData {
   smsId?: string
   /** sms.blocked: why the message was dropped (`opted_out`, `channel`). */
   reason?: string
+  /** pool.low: the region, the threshold crossed (20, 10, 5 down; 25 on recovery) and its counts now. */
+  region?: string
+  threshold?: number
+  total?: number
+  available?: number
+  inUse?: number
+  cooldown?: number
   test?: true
 }
 
@@ -47,7 +61,7 @@ export interface EventEnvelope {
 }
 
 const DATA_KEYS = ['sessionId', 'tenantId', 'proxyNumber', 'state', 'timestamp', 'callId', 'direction',
-  'status', 'durationSeconds', 'smsId', 'reason', 'test'] as const
+  'status', 'durationSeconds', 'smsId', 'reason', 'region', 'threshold', 'total', 'available', 'inUse', 'cooldown', 'test'] as const
 
 /** A new event, its id a UUIDv7 minted at `at` (so ids order events in time). */
 export function newEnvelope(type: EventType, at: number, data: EventData): EventEnvelope {

@@ -142,3 +142,22 @@ t.test('issue #16 items 2-4: stickyProxy, inactivityTimeoutMinutes and channels 
   t.ok(view.properties.channels && view.properties.inactivityTimeoutMinutes, 'the session shows both')
   t.notOk(view.properties.stickyProxy, 'stickyProxy is a create instruction, not session state')
 })
+
+t.test('issue #16 item 5: pool.low in the vocabulary and the envelope schema, refusals in the analytics', async t => {
+  const { analyticsRoutes } = await import('../../api/routes/analytics.js')
+  const { newEnvelope, SUBSCRIBABLE_EVENTS } = await import('../../api/vocabulary/event-envelope.js')
+  t.ok(EVENT_TYPES.includes('pool.low') && (SUBSCRIBABLE_EVENTS as readonly string[]).includes('pool.low'), 'a type, and subscribable')
+  const doc = buildOpenApi(ownRoutes(analyticsRoutes), { baseUrl: BASE_URL, stream: true }) as any
+  const ajv = new Ajv({ strict: false, allowUnionTypes: true })
+  formatsPlugin.default(ajv)
+  const fits = ajv.compile(doc.components.schemas.EventEnvelope)
+  const pool = newEnvelope('pool.low', Date.UTC(2026, 10, 24), {
+    tenantId: '0190a000-0000-7000-8000-00000000000a', state: 'LOW', region: 'US', threshold: 10, total: 20, available: 1, inUse: 19, cooldown: 0,
+  })
+  t.ok(fits(pool), `a pool event without session fields fits: ${ajv.errorsText(fits.errors)}`)
+  t.notOk(fits({ ...pool, data: { ...pool.data, phone: '+12025550100' } }), 'and nothing else')
+  t.ok(doc['x-maskline-websockets']['/v1/stream'].parameters[0].schema.items.enum.includes('pool.low'), 'the stream filter takes it')
+  const bucket = doc.paths['/v1/analytics/sessions-over-time'].get.responses['200'].content['application/json'].schema.items
+  t.match(bucket.properties.poolExhausted, { type: 'integer', minimum: 1, description: /pool-exhausted/ })
+  t.notOk(bucket.required.includes('poolExhausted'), 'additive: optional')
+})

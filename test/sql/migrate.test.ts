@@ -16,6 +16,8 @@ const SHIPPED = [
   '005_write_hot_diet.sql',
   '006_session_changes.sql',
   '007_sms_opt_out.sql',
+  '008_session_options.sql',
+  '009_pool_alerts.sql',
 ]
 
 t.test('splitSqlStatements respects quotes, dollar quotes and comments', async t => {
