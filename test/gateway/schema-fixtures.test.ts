@@ -6,6 +6,7 @@ import t from 'tap'
 import { compileRoute } from '../../gateway/http/compile.js'
 import { toFieldIssues } from '../../gateway/http/validation-errors.js'
 import { ownRoutes } from './harness.js'
+import { sessionRoutes } from '../../api/routes/sessions.js'
 
 const SCHEMAS: Record<string, string> = {
   'token-body': 'POST /v1/auth/token',
@@ -14,9 +15,11 @@ const SCHEMAS: Record<string, string> = {
   'device-token-body': 'POST /v1/devices/token',
   'presence-body': 'POST /v1/devices/presence',
   'provision-body': 'POST /v1/numbers/provision',
+  'session-create': 'POST /v1/sessions', // issue #16: stickyProxy, inactivityTimeoutMinutes, channels
+  'session-patch': 'PATCH /v1/sessions/:id',
 }
 
-const routes = new Map(ownRoutes().map(r => [`${r.method} ${r.path}`, r]))
+const routes = new Map(ownRoutes(sessionRoutes).map(r => [`${r.method} ${r.path}`, r]))
 const dir = new URL('../fixtures/', import.meta.url)
 
 for (const [name, key] of Object.entries(SCHEMAS)) {
