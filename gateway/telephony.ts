@@ -17,6 +17,7 @@ import type { ApiReply, ApiRequest } from '../api/route.js'
 import type { CallbackHandlers } from '../api/routes/cpaas.js'
 import { newEnvelope as event } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
+import { Recent } from '../engine/recent.js'
 import type { FormFields } from '../api/cpaas/form.js'
 import { decisionTexml, EMPTY_RESPONSE, hangupTexml } from '../api/cpaas/texml.js'
 import { parseDurationSeconds } from '../engine/call-status.js'
@@ -70,25 +71,6 @@ const SMS_BUDGET_MS = 1_500
 const SMS_RETRY_AFTER_S = '5'
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-/**
- * A bounded memory of recent keys: two generations of RECENT_MAX / 2, the older dropped whole when
- * the newer fills. Evicting the oldest key of one Map instead (`keys().next()` after each delete)
- * walks the deleted slots V8 keeps at the front of the table until its next rehash: at 100,000
- * entries that was 14 % of the service's CPU in the voice bench.
- */
-export class Recent<V> {
-  #young = new Map<string, V>()
-  #old = new Map<string, V>()
-  get(k: string): V | undefined { return this.#young.get(k) ?? this.#old.get(k) }
-  set(k: string, v: V): void {
-    if (this.#young.size >= RECENT_MAX / 2) {
-      this.#old = this.#young
-      this.#young = new Map()
-    }
-    this.#young.set(k, v)
-  }
-}
-
 /** The epoch ms in a UUIDv7 (its first 48 bits). */
 function uuidTime(id: string): number {
   return parseInt(id.slice(0, 8) + id.slice(9, 13), 16)
@@ -97,14 +79,14 @@ function uuidTime(id: string): number {
 export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   const smsBudgetMs = d.smsBudgetMs ?? SMS_BUDGET_MS
   /** Recent provider ids → our ids: a replayed voice fetch gets the same callId and changes nothing. */
-  const calls = new Recent<string>()
+  const calls = new Recent<string>(RECENT_MAX)
   /** Inbound message ids whose forward is settled (handed over, dropped for good, or found done). */
-  const forwarded = new Recent<true>()
+  const forwarded = new Recent<true>(RECENT_MAX)
   /** Forwards under way, so a provider retry waits for the same one instead of starting another. */
   const forwarding = new Map<string, Promise<SmsOutcome>>()
 
   /** Party B's hash by session: an HMAC costs about ten Map lookups, and a session's calls repeat it. */
-  const partyBHashes = new Recent<{ partyB: string; hash: string }>()
+  const partyBHashes = new Recent<{ partyB: string; hash: string }>(RECENT_MAX)
 
   function partyBHash(dec: Matched, caller: string): string {
     // party B: the customer. A_TO_B dials them (or, refused, was placed by the agent); B_TO_A is them calling.

@@ -17,6 +17,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { DatabasePool } from 'slonik'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import { Recent } from '../engine/recent.js'
 import type { SmsStatus } from '../engine/types.js'
 import { errorCode, guard, toStoreError } from './errors.js'
 import type { Journal, JournalEntry, ReplayBatch } from './journal.js'
@@ -313,27 +314,18 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
   }
 }
 
-/**
- * The calls this node committed lately, by id and by the provider's CallSid: two generations, the
- * older dropped whole when the newer fills (see gateway/telephony.ts Recent for why not an LRU).
- */
+/** The calls this node committed lately, by id and by the provider's CallSid (bounded: engine/recent.ts). */
 class CallMemory {
-  #young = new Map<string, CallState>()
-  #old = new Map<string, CallState>()
-  #sidYoung = new Map<string, CallState>()
-  #sidOld = new Map<string, CallState>()
-  readonly #half: number
-  constructor(max: number) { this.#half = max / 2 }
-  get(id: string): CallState | undefined { return this.#young.get(id) ?? this.#old.get(id) }
-  bySid(sid: string): CallState | undefined { return this.#sidYoung.get(sid) ?? this.#sidOld.get(sid) }
+  readonly #byId: Recent<CallState>
+  readonly #bySid: Recent<CallState>
+  constructor(max: number) {
+    this.#byId = new Recent(max)
+    this.#bySid = new Recent(max)
+  }
+  get(id: string): CallState | undefined { return this.#byId.get(id) }
+  bySid(sid: string): CallState | undefined { return this.#bySid.get(sid) }
   set(c: CallState): void {
-    if (this.#young.size >= this.#half) {
-      this.#old = this.#young
-      this.#young = new Map()
-      this.#sidOld = this.#sidYoung
-      this.#sidYoung = new Map()
-    }
-    this.#young.set(c.id, c)
-    this.#sidYoung.set(c.providerCallId, c)
+    this.#byId.set(c.id, c)
+    this.#bySid.set(c.providerCallId, c)
   }
 }

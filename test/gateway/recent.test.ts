@@ -1,10 +1,11 @@
-// gateway/telephony.ts Recent: the bounded memory of provider ids that makes replayed callbacks
-// change nothing twice. It must keep at least the newest half of its bound and forget the oldest.
+// engine/recent.ts Recent: the bounded memory of provider ids that makes replayed callbacks
+// change nothing twice (gateway/telephony.ts, sql/record-writer.ts). It must keep at least the
+// newest half of its bound and forget the oldest.
 import t from 'tap'
-import { Recent } from '../../gateway/telephony.js'
+import { Recent } from '../../engine/recent.js'
 
 t.test('keeps the newest 50,000 keys, forgets old ones, and a later set wins', async t => {
-  const r = new Recent<number>()
+  const r = new Recent<number>(100_000)
   const total = 250_000
   for (let i = 0; i < total; i++) r.set(`CA${i}`, i)
   let kept = 0
