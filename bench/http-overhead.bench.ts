@@ -29,6 +29,7 @@ import { TenantView } from '../api/schemas/common.js'
 import { createHttpApp } from '../gateway/http/app.js'
 import { compilePicker } from '../gateway/http/serialize.js'
 import { checker } from '../gateway/http/compile.js'
+import { activeTenants } from '../test/support/auth-directory.js'
 
 const TENANT = '01890a5d-ac96-774b-bcce-b302099a8057'
 const SECRET = new TextEncoder().encode('bench-secret-bench-secret-bench-secret!!')
@@ -37,7 +38,7 @@ type Kind = (typeof KINDS)[number]
 const FORM = 'CallSid=CA0123456789abcdef&From=%2B12025550101&To=%2B12025550199&AccountSid=AC1&CallStatus=ringing&Direction=inbound'
 
 function fakeServices(): Services {
-  // Nothing reaches the database: the tenant is loaded once into the authenticator's directory.
+  // Nothing reaches the database: every tenant is an ACTIVE one held in memory, as the directory holds it.
   const db = {} as unknown as DatabasePool
   const inner = createMemoryRateLimiter({ now: Date.now })
   const log = createLogger({ destination: pino.destination({ dest: '/dev/null', sync: false }) })
@@ -49,7 +50,7 @@ function fakeServices(): Services {
     phoneKey: randomBytes(32),
     hashParty: () => '',
     now: Date.now,
-    authenticator: createAuthenticator({ jwtSecret: SECRET, now: Date.now, loadTenant: async id => ({ id, status: 'ACTIVE', tier: 'ENTERPRISE', salt: Buffer.alloc(32) }) }),
+    authenticator: createAuthenticator({ jwtSecret: SECRET, now: Date.now, directory: activeTenants('ENTERPRISE') }),
     // The real limiter, with a ceiling no run reaches: the admitted path is what is measured.
     rateLimiter: composeRateLimiter({ shared: { hit: (key: string, _limit: number, windowMs: number) => inner.hit(key, 1e9, windowMs) }, now: Date.now, log }),
   }
@@ -242,7 +243,7 @@ async function main(): Promise<void> {
   const kid = keyId(SECRET)
   await pipeline(await issueToken(SECRET, { typ: 'tenant', sub: 'bench', tenantId: TENANT, tier: 'ENTERPRISE', scopes: ['api'] }, Date.now()))
   const token = await issueToken(SECRET, { typ: 'tenant', sub: 'bench', tenantId: TENANT, tier: 'GROWTH', scopes: ['api'] }, Date.now())
-  const auth = createAuthenticator({ jwtSecret: SECRET, now: Date.now, loadTenant: async id => ({ id, status: 'ACTIVE', tier: 'GROWTH', salt: Buffer.alloc(32) }) })
+  const auth = createAuthenticator({ jwtSecret: SECRET, now: Date.now, directory: activeTenants('GROWTH') })
   const header = `Bearer ${token}`
   await microAsync('jwt-verify-jose', () => verifyToken(SECRET, kid, token, Date.now()), 20_000)
   await microAsync('auth-cached-token', async () => auth.authenticate(header, 'tenant'))

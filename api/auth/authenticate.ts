@@ -59,13 +59,8 @@ export interface Authenticator {
 export interface AuthenticatorOptions {
   jwtSecret: Uint8Array
   now(): number
-  /** The tenant directory. */
-  directory?: AuthDirectory
-  /**
-   * Instead of a directory (benches, unit tests): each tenant is loaded once and kept until
-   * changed(); there are no API credentials, so every exchange is refused.
-   */
-  loadTenant?(id: string): Promise<TenantMeta | null>
+  /** The tenant directory (gateway/tenant-directory.ts; tests: test/support/auth-directory.ts). */
+  directory: AuthDirectory
   /** Server key of the API-secret MACs (DECISIONS 3); required for exchange(). */
   phoneKey?: Buffer
   tokenCacheMax?: number
@@ -73,36 +68,11 @@ export interface AuthenticatorOptions {
 
 const unauthorized = (detail: string) => new ApiProblem('unauthorized', detail, { headers: { 'www-authenticate': 'Bearer realm="maskline"' } })
 
-/** A directory over a tenant loader, for callers without the real one (see AuthenticatorOptions.loadTenant). */
-function loadingDirectory(loadTenant: (id: string) => Promise<TenantMeta | null>): AuthDirectory {
-  const tenants = new Map<string, TenantMeta | null>()
-  const loading = new Map<string, Promise<TenantMeta | null>>()
-  const tenant = (id: string): Promise<TenantMeta | null> => {
-    if (tenants.has(id)) return Promise.resolve(tenants.get(id)!)
-    let p = loading.get(id)
-    if (!p) {
-      const q: Promise<TenantMeta | null> = loadTenant(id).then(meta => {
-        if (loading.get(id) === q) tenants.set(id, meta)
-        return meta
-      }).finally(() => { if (loading.get(id) === q) loading.delete(id) })
-      loading.set(id, p = q)
-    }
-    return p
-  }
-  return {
-    peekTenant: id => tenants.get(id) ?? undefined,
-    tenant,
-    credential: () => null,
-    changed: t => { tenants.delete(t.id); loading.delete(t.id) },
-  }
-}
-
 export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
   const kid = keyId(o.jwtSecret)
   const verifyKey = createSecretKey(o.jwtSecret)
   const signToken = tokenSigner(o.jwtSecret)
-  const directory = o.directory ?? (o.loadTenant ? loadingDirectory(o.loadTenant) : null)
-  if (!directory) throw new Error('createAuthenticator: a directory or loadTenant is required')
+  const directory = o.directory
   const tokens = new Map<string, CachedToken>()
   const tokenMax = o.tokenCacheMax ?? TOKEN_CACHE_MAX
 
@@ -146,11 +116,11 @@ export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
   function authenticateToken(token: string, kind: Exclude<AuthKind, 'none'>, roles?: readonly Role[]): AuthContext | Promise<AuthContext> {
     if (token.length > MAX_TOKEN_LENGTH || !JWT_RE.test(token)) throw unauthorized('The access token is malformed')
     const entry = verified(token)
-    if (entry instanceof Promise) return entry.then(e => directory!.tenant(e.claims.tenantId).then(meta => admit(e, meta, kind, roles)))
+    if (entry instanceof Promise) return entry.then(e => directory.tenant(e.claims.tenantId).then(meta => admit(e, meta, kind, roles)))
     // The hot path: a cached token of a tenant the directory holds, no await at all.
-    const t = directory!.peekTenant(entry.claims.tenantId)
+    const t = directory.peekTenant(entry.claims.tenantId)
     if (t) return admit(entry, t, kind, roles)
-    return directory!.tenant(entry.claims.tenantId).then(meta => admit(entry, meta, kind, roles))
+    return directory.tenant(entry.claims.tenantId).then(meta => admit(entry, meta, kind, roles))
   }
 
   function issueFor(cred: CredentialEntry, meta: TenantMeta | null): Exchange {
@@ -167,8 +137,8 @@ export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
     if (!o.phoneKey) throw new Error('createAuthenticator: phoneKey is required for token exchange')
     const ok = secretMatches(o.phoneKey, apiSecret, cred?.secretMac ?? NO_MAC)
     if (!cred || !ok) return 'unauthorized'
-    const meta = directory!.peekTenant(cred.tenantId)
-    return meta ? issueFor(cred, meta) : directory!.tenant(cred.tenantId).then(m => issueFor(cred, m))
+    const meta = directory.peekTenant(cred.tenantId)
+    return meta ? issueFor(cred, meta) : directory.tenant(cred.tenantId).then(m => issueFor(cred, m))
   }
 
   return {

@@ -7,6 +7,7 @@ import { issueToken } from '../../api/auth/tokens.js'
 import { registerStream, type Stream } from '../../gateway/stream/stream.js'
 import { streamTokenVerifier } from '../../gateway/stream/auth.js'
 import { createAuthenticator } from '../../api/auth/authenticate.js'
+import { fixedDirectory } from '../support/auth-directory.js'
 import { connectWs, type HandshakeRefused, type WsClient } from '../support/ws-client.js'
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} }
@@ -17,7 +18,7 @@ async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: S
   const stream: Stream = registerStream(app, {
     verifyTenantToken: streamTokenVerifier(createAuthenticator({
       jwtSecret, now: Date.now,
-      loadTenant: async id => ({ id, status: opts.suspended?.has(id) ? 'SUSPENDED' : 'ACTIVE', tier: 'STARTER', salt: Buffer.alloc(32) }),
+      directory: fixedDirectory(id => ({ id, status: opts.suspended?.has(id) ? 'SUSPENDED' : 'ACTIVE', tier: 'STARTER', salt: Buffer.alloc(32) })),
     })),
     log: silent,
     publicBaseUrl: () => 'http://maskline.test',
