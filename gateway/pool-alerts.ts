@@ -41,7 +41,7 @@ export async function startPoolAlerter(d: PoolAlerterDeps) {
     const counts = { region: c.region, threshold: c.threshold, total: c.total, available: c.available, inUse: c.inUse, cooldown: c.cooldown }
     const envelopes = await recordPoolCrossing(d.db, c.region, c.to, tenants => tenants.map(tenantId => newEnvelope('pool.low', at, { tenantId, state, ...counts })))
     if (envelopes === null) return // another node announced it
-    d.log.warn({ code: 'pool-low', state, level: c.to, ...counts, tenants: envelopes.length },
+    d.log.warn({ code: 'pool-low', state, alertLevel: c.to, ...counts, tenants: envelopes.length }, // `level` is pino's
       c.to === 0 ? 'proxy pool recovered' : 'proxy pool low')
     d.announce(envelopes)
   }

@@ -31,8 +31,6 @@ async function poolEvents(api: TestService, tenantId?: string) {
 t.test('pool alerts: thresholds, hysteresis, who is told, metrics, refusals', async t => {
   const api = await startTestService(t, { env: ENV })
   const a = await api.signup(), b = await api.signup(), c = await api.signup()
-  const stream = await connectWs(`${api.url}/v1/stream?types=pool.low`, { headers: { authorization: `Bearer ${c.token}` } })
-  t.teardown(() => { stream.socket.destroy() })
   const agent = api.phone(1)
   let n = 0
   // One agent, a new customer each time: a number carries each party once, so each create takes a number.
@@ -44,6 +42,8 @@ t.test('pool alerts: thresholds, hysteresis, who is told, metrics, refusals', as
   for (let i = 0; i < 15; i++) ids.push((await create()).body.id)
   await api.svc.poolAlerts.check()
   t.same(await poolEvents(api), [], '4 of 20 free (20 %) is not below 20 %')
+  const stream = await connectWs(`${api.url}/v1/stream?types=pool.low`, { headers: { authorization: `Bearer ${c.token}` } })
+  t.teardown(() => { stream.socket.destroy() })
   ids.push((await create()).body.id)
   await api.svc.poolAlerts.check()
   await api.svc.poolAlerts.check() // a second check, and more creates within the level: no new alert
@@ -53,11 +53,11 @@ t.test('pool alerts: thresholds, hysteresis, who is told, metrics, refusals', as
   t.same(await poolEvents(api, a.tenantId), [{ tenantId: a.tenantId, state: 'LOW', threshold: 20, ...counts }], 'region and counts only: no session, no number')
   t.same(await poolEvents(api, c.tenantId), [{ tenantId: c.tenantId, state: 'LOW', threshold: 20, ...counts }])
   t.same(await poolEvents(api, b.tenantId), [], 'a tenant without live sessions in the region hears nothing')
-  await stream.waitForMessages(1, 5_000)
+  await stream.waitForMessages(1, 15_000)
   t.match(JSON.parse(stream.messages[0]!), { type: 'pool.low', data: { tenantId: c.tenantId, state: 'LOW', threshold: 20, region: 'US' } }, 'on the stream too')
   const warnings = api.logLines.filter(l => l.includes('"code":"pool-low"'))
   t.equal(warnings.length, 1, 'one warning line')
-  t.match(warnings[0], /"level":40/, 'at warn')
+  t.match(JSON.parse(warnings[0]!), { level: 40, alertLevel: 1, region: 'US', threshold: 20, available: 3 }, 'at warn, with the level and counts')
   t.match(await metric('maskline_pool_alert_level'), /maskline_pool_alert_level\{region="US"\} 1/)
   t.match(await metric('maskline_pool_free_ratio'), /maskline_pool_free_ratio\{region="US"\} 0\.15/)
 
@@ -102,7 +102,7 @@ t.test('pool alerts: thresholds, hysteresis, who is told, metrics, refusals', as
   t.equal((await poolEvents(api)).length, 8, 'four crossings, two tenants each')
   t.match(await metric('maskline_pool_alert_level'), /maskline_pool_alert_level\{region="US"\} 0/)
   t.equal(api.logLines.filter(l => l.includes('"code":"pool-low"')).length, 4, 'one warning per crossing')
-  await stream.waitForMessages(4, 5_000)
+  await stream.waitForMessages(4, 15_000)
 })
 
 t.test('pool.low is subscribable', async t => {
