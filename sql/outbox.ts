@@ -5,7 +5,8 @@
 import { sql, type FragmentSqlToken } from 'slonik'
 import type { Queries } from './direct.js'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
-import { jsonb } from './transaction.js'
+import { jsonb, type Db } from './transaction.js'
+import { guard } from './errors.js'
 
 const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 
@@ -41,4 +42,30 @@ export function outboxInsertFrom(envelopes: FragmentSqlToken, sessionId?: string
       WHERE c.tenant_id = e.tenant_id
         AND (e.type = ANY(c.events) OR e.type = 'session.target_swapped' OR e.test)) w ON true
     ON CONFLICT (id) DO NOTHING`
+}
+
+/**
+ * The smallest UUIDv7 of the millisecond `ms`: `id > floorId(ms)` selects every event minted at or
+ * after `ms` (issue 17, gateway/replay.ts). UUIDs compare bytewise, the first 48 bits are the time.
+ */
+export function floorId(ms: number): string {
+  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0')
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-0000-0000-000000000000`
+}
+
+/**
+ * Events after `afterId` of the given tenants, oldest first, at most `limit` (issue 17: a node
+ * replays to its WebSocket clients what the bus lost). `id > $1 ORDER BY id LIMIT n` is a range
+ * scan of the outbox's primary key (ids are UUIDv7, so in time order) with the tenant as a filter:
+ * no index of its own on the write-hot outbox.
+ */
+export async function outboxEventsAfter(db: Db, afterId: string, tenantIds: readonly string[], limit: number): Promise<EventEnvelope[]> {
+  if (tenantIds.length === 0) return []
+  return guard(async () => {
+    const rows = await db.anyFirst(sql.unsafe`
+      SELECT envelope FROM outbox
+      WHERE id > ${afterId}::uuid AND tenant_id = ANY(${sql.array(tenantIds, 'uuid')})
+      ORDER BY id LIMIT ${limit}`) as readonly unknown[]
+    return rows.map(r => (typeof r === 'string' ? JSON.parse(r) : r) as EventEnvelope)
+  })
 }

@@ -3,6 +3,8 @@
 // so a large purge never holds long locks. Idempotency keys past their 24 h are dropped too.
 // Only these children are ever deleted: tenants and sessions never are, which is what lets the
 // write-hot record tables go without foreign keys (migration 005).
+// The outbox is not purged here: a node replays to its WebSocket clients what the bus lost from it
+// (issue 17, gateway/replay.ts, at most 10 minutes back); a purge of it must keep at least that.
 import { sql } from 'slonik'
 import { guard } from './errors.js'
 import type { Db } from './transaction.js'
