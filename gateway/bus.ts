@@ -31,9 +31,13 @@ export interface Bus {
   /**
    * Messages may have been missed (issue 17): the reader reconnected (Redis restarted, perhaps
    * empty, or a partition), or the stream was trimmed past the last id it read (a paused node).
-   * The handler reconciles from Postgres; reading goes on meanwhile.
+   * The handler reconciles from Postgres; reading goes on meanwhile. `heardUntil` (epoch ms, this
+   * node's clock): the start of the last read that returned everything the stream then held, so
+   * what was published before it was read; what was published after it may be lost (the replay of
+   * events to WebSocket clients starts there, gateway/replay.ts). Reported before any entry read
+   * after the gap is handed on, so a handler can hold those back behind what it replays.
    */
-  onGap(handler: (reason: 'reconnect' | 'trimmed') => void): void
+  onGap(handler: (reason: 'reconnect' | 'trimmed', heardUntil: number) => void): void
   ping(): Promise<'ok' | 'down'>
   close(): Promise<void>
 }
@@ -90,10 +94,11 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
   pub.on('error', () => onError('redis-pub'))
   sub.on('error', () => onError('redis-sub'))
   const handlers: Array<(m: BusMessage) => void> = []
-  const gapHandlers: Array<(reason: 'reconnect' | 'trimmed') => void> = []
+  const gapHandlers: Array<(reason: 'reconnect' | 'trimmed', heardUntil: number) => void> = []
+  let heardUntil = Date.now()
   const gap = (reason: 'reconnect' | 'trimmed') => {
     for (const h of gapHandlers) {
-      try { h(reason) } catch { onError('bus-gap-handler') }
+      try { h(reason, heardUntil) } catch { onError('bus-gap-handler') }
     }
   }
   // The first 'ready' is the boot's (the reconciler starts from the boot load on its own); every
@@ -154,9 +159,18 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
         } else if (stalled) {
           last = await resumeFrom(last, false)
         }
+        const readAt = Date.now()
         const res = await sub.xread('COUNT', READ_COUNT, 'BLOCK', 1000, 'STREAMS', stream, last) as Array<[string, Array<[string, string[]]>]> | null
+        const full = (res?.[0]?.[1].length ?? 0) >= READ_COUNT
         // Paused while blocked, or a full batch (this reader is behind the writers): check next turn.
-        if (performance.now() - t > GAP_CHECK_MS || (res?.[0]?.[1].length ?? 0) >= READ_COUNT) lastTurn = -Infinity
+        if (performance.now() - t > GAP_CHECK_MS || full) lastTurn = -Infinity
+        // Paused while blocked (SIGSTOP): the entries this read returned may follow a trim gap.
+        // Reported before they are handed on, so the replay of what was lost goes out before them.
+        if (performance.now() - t > GAP_CHECK_MS && last !== '$') {
+          const oldest = (await sub.xrange(stream, '-', '+', 'COUNT', 1))[0]?.[0]
+          if (oldest !== undefined && compareStreamIds(oldest, last) > 0) gap('trimmed')
+        }
+        if (!full) heardUntil = readAt // a read that returned all there was: nothing before it is missed
         if (!res) continue
         for (const [, entries] of res) {
           for (const [id, fields] of entries) {

@@ -47,6 +47,7 @@ import { createHttpApp } from './http/index.js'
 import { createCallCounter } from './call-counter.js'
 import { createSessionRunner } from './session-runner.js'
 import { createReconciler } from './reconcile.js'
+import { createReplayer } from './replay.js'
 import { sessionChangeWatermark } from '../sql/session-changes.js'
 import { TenantDirectory } from './tenant-directory.js'
 import { createTelephony } from './telephony.js'
@@ -223,9 +224,20 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       pool: db.pool, log, now, onOutcome: metrics.webhook, allowInsecure: cfg.webhookAllowInsecure, secrets: createSecretCipher(cfg.phoneKey),
     })
 
+    // Issue 17: what the bus lost is replayed from the outbox to this node's WebSocket clients
+    // (gateway/replay.ts); every event for them goes through it, so none is sent twice and live
+    // ones wait behind a replay. A single node has no bus to lose anything: straight to the stream.
+    const replayer = bus.kind === 'redis'
+      ? createReplayer({
+        db: db.pool, log, publish: e => stream?.publishEvent(e), tenants: () => stream?.tenantIds() ?? [],
+      })
+      : null
+    if (replayer) closers.unshift(() => replayer.close())
+    const toClients = (e: EventEnvelope) => (replayer ? replayer.deliver(e) : stream?.publishEvent(e))
+
     /** After a commit on this node: local WebSocket clients, the other nodes, the webhook dispatcher. */
     function fanOut(envelopes: EventEnvelope[], extra: BusMessage[] = []) {
-      for (const e of envelopes) stream?.publishEvent(e)
+      for (const e of envelopes) toClients(e)
       bus.publish([...extra, ...envelopes.map(envelope => ({ kind: 'event' as const, envelope }))])
       if (envelopes.length) dispatcher.wake()
     }
@@ -315,13 +327,16 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       bus.onMessage(msg => {
         if (msg.kind === 'event') {
           callCounter.remote(msg.envelope)
-          stream?.publishEvent(msg.envelope)
+          toClients(msg.envelope)
         }
         else if (msg.kind === 'tenant') tenants.changed({ id: msg.id }) // its state and its API keys
         else if (msg.kind === 'opt-out') optOuts.apply(msg)
         else reconciler.reload(msg.id, msg.version)
       })
-      bus.onGap(reason => reconciler.gap(reason))
+      bus.onGap((reason, heardUntil) => {
+        replayer?.gap(reason, heardUntil) // first: it holds the live events read after the gap
+        reconciler.gap(reason)
+      })
       void reconciler.sweep() // what was committed between the boot load and the bus reader's start
     }
 

@@ -46,6 +46,8 @@ export interface Stream {
   /** Fans one committed event out to its tenant's sockets on this node. */
   publishEvent(envelope: EventEnvelope): void
   connectionCount(): number
+  /** Tenants with a client on this node (issue 17: what a replay of missed events reads). */
+  tenantIds(): string[]
   /** Closes every socket (1001 going away), e.g. before the listen socket closes. */
   closeAll(): void
 }
@@ -159,6 +161,7 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
   return {
     publishEvent: envelope => publishEvent(app, envelope),
     connectionCount: () => sockets.size,
+    tenantIds: () => [...new Set([...sockets].map(ws => ws.getUserData().tenantId))],
     closeAll() {
       for (const ws of [...sockets]) ws.end(1001, 'server shutting down')
     },
