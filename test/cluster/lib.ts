@@ -5,65 +5,14 @@
 // agent reaches the current customer and back; ended, expired or swapped away: not in service).
 // A node answering for a session Postgres no longer holds live, or missing one it holds, fails it:
 // that is the node's live-session set and proxy index compared with Postgres', session by session.
-import { spawn, type ChildProcess } from 'node:child_process'
 import { Redis } from 'ioredis'
 import { sql, type DatabasePool } from 'slonik'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { request, signupChild, startChild, type ChildAccount, type ChildData, type ChildService } from '../support/child-service.js'
-import { freePort } from '../support/pg-cluster.js'
+export { privateRedis } from '../support/redis-server.js'
 import { LIVE, mapLimit, routeLabel, voiceRoute, type Route } from '../durability/lib.js'
 
 export const sleep = (ms: number) => new Promise(r => setTimeout(r, Math.max(0, ms)))
-
-type Teardown = { teardown(fn: () => unknown): void }
-
-/** A private redis-server on its own port: no persistence, so a restart comes back empty. */
-export async function privateRedis(t: Teardown) {
-  const port = await freePort()
-  let proc: ChildProcess | null = null
-  async function start() {
-    const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
-    proc = p
-    let out = ''
-    p.stdout!.setEncoding('utf8').on('data', (d: string) => { out = (out + d).slice(-4_000) })
-    const failed = new Promise<never>((_, reject) => {
-      p.once('error', err => reject(new Error(`redis-server could not start (${err.message})`)))
-      p.once('exit', code => reject(new Error(`redis-server exited (${code}):\n${out}`)))
-    })
-    failed.catch(() => {})
-    for (const deadline = Date.now() + 10_000; ;) {
-      const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null, maxRetriesPerRequest: 0 })
-      probe.on('error', () => {})
-      try {
-        await Promise.race([probe.connect().then(() => probe.ping()), failed])
-        return
-      } catch (err) {
-        if (Date.now() > deadline || /redis-server/.test(String(err))) throw err
-        await sleep(50)
-      } finally {
-        probe.disconnect()
-      }
-    }
-  }
-  async function kill() {
-    const p = proc
-    if (!p || p.exitCode !== null || p.signalCode !== null) return
-    const exited = new Promise(r => p.once('exit', r))
-    p.kill('SIGKILL') // by its own pid
-    await exited
-  }
-  t.teardown(kill)
-  await start()
-  const url = `redis://127.0.0.1:${port}`
-  /** A client for the test's own looks at the stream (closed at teardown). */
-  function client(): Redis {
-    const c = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: n => Math.min(n * 100, 1_000) })
-    c.on('error', () => {})
-    t.teardown(() => c.disconnect())
-    return c
-  }
-  return { port, url, start, kill, client }
-}
 
 export const NUMBER_POOL = 'US:+12025550100-+12025550699'
 

@@ -15,14 +15,13 @@
 //   rate-limiter warning is logged about once a second, not once per request.
 // Needs TEST_REDIS_URL (the services backend); the embedded mode has no Redis.
 import t from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { sql } from 'slonik'
 import { childData, request, startChild, type ChildService } from '../support/child-service.js'
 import { connectWs } from '../support/ws-client.js'
 import { phoneSource } from './lib.js'
-import { freePort } from '../support/pg-cluster.js'
+import { privateRedis } from '../support/redis-server.js'
 
 const sleep = (ms: number) => new Promise(r => setTimeout(r, Math.max(0, ms)))
 
@@ -36,45 +35,6 @@ const AFTER_MS = 5_000
 const SLACK_MS = 200
 
 
-/** A private redis-server on `port`: no persistence, so a restart comes back empty (the worst case). */
-function redisServer(tt: { teardown(fn: () => unknown): void }, port: number) {
-  let proc: ChildProcess | null = null
-  async function start() {
-    const p = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] })
-    proc = p
-    let out = ''
-    p.stdout!.setEncoding('utf8').on('data', (d: string) => { out = (out + d).slice(-4_000) })
-    p.stderr!.setEncoding('utf8').on('data', (d: string) => { out = (out + d).slice(-4_000) })
-    const failed = new Promise<never>((_, reject) => {
-      p.once('error', err => reject(new Error(`redis-server could not start (${err.message}); it must be on PATH when TEST_REDIS_URL is set`)))
-      p.once('exit', code => reject(new Error(`redis-server exited (${code}):\n${out}`)))
-    })
-    failed.catch(() => {})
-    for (const deadline = Date.now() + 10_000; ;) {
-      const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null, maxRetriesPerRequest: 0 })
-      probe.on('error', () => {})
-      try {
-        await Promise.race([probe.connect().then(() => probe.ping()), failed])
-        return
-      } catch (err) {
-        if (Date.now() > deadline || /redis-server/.test(String(err))) throw err
-        await sleep(50)
-      } finally {
-        probe.disconnect()
-      }
-    }
-  }
-  async function kill() {
-    const p = proc
-    if (!p || p.exitCode !== null || p.signalCode !== null) return
-    const exited = new Promise(r => p.once('exit', r))
-    p.kill('SIGKILL') // by its own pid
-    await exited
-  }
-  tt.teardown(kill)
-  return { start, kill }
-}
-
 /** `phase` by the clock: before = answered before the kill, after = sent once Redis was back, outage = the rest. */
 interface Sample { kind: string; phase: 'before' | 'outage' | 'after'; start: number; end: number; ms: number; status: number; limited: boolean; retryAfter: string | null }
 
@@ -86,10 +46,8 @@ function pct(xs: number[], p: number): number {
 const skip = process.env.TEST_REDIS_URL ? false : 'TEST_REDIS_URL is unset: the embedded mode runs without Redis, so there is no Redis outage to survive'
 
 t.test('a Redis outage costs the request path nothing', { timeout: 180_000, skip }, async t => {
-  const port = await freePort()
-  const redis = redisServer(t, port)
-  await redis.start()
-  const redisUrl = `redis://127.0.0.1:${port}`
+  const redis = await privateRedis(t)
+  const redisUrl = redis.url
 
   const data = await childData(t)
   // Every session is ended at once and its proxy is free again at once: the load never runs into
