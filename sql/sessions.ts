@@ -378,15 +378,22 @@ export async function getLastActivity(db: Db, id: string): Promise<number | null
  * Lock order (issue 18: creates and expiry sweeps deadlocked): every statement that moves these
  * counters locks the tenant rows first (by id), then the proxy rows (by number), then touches the
  * participant rows, as createSession does (q, then p, then parts) and bulkInsertSessions (tenants,
- * then proxies). Left to itself Postgres runs a statement's unread data-modifying CTEs last-first
- * (p before t here) and a multi-row UPDATE in its join's order, so the order is forced: lock_t
- * and lock_p take the row locks in ORDER BY order, lock_p starts only once lock_t has counted all
- * its rows, and the three writes start only once lock_p has (an uncorrelated scalar subquery is
- * evaluated, in full, before the node it gates reads a row). The writes then meet only rows this
- * transaction already holds. Callers lock the session rows before this (their own order, by id).
+ * then proxies). Two statements:
+ * 1. The locks. Left to itself Postgres runs a statement's unread CTEs in no promised order and a
+ *    multi-row lock in its join's order, so the order is forced: lock_t and lock_p take the row
+ *    locks in ORDER BY order, and lock_p starts only once lock_t has counted all its rows (an
+ *    uncorrelated scalar subquery is evaluated, in full, before the node it gates reads a row).
+ * 2. The writes, in a statement of their own, so with a snapshot taken once every row they change
+ *    is held. Written in the locking statement they deadlocked (issue 12, once the outbox's key to
+ *    tenants was gone: migration 010): a tenant row updated by another transaction after that
+ *    statement's snapshot is locked by lock_t in its newest version, but the UPDATE then meets the
+ *    older version of its snapshot and queues for that version's tuple lock behind the transactions
+ *    waiting for this one (the hazard createSession's comment describes). The outbox key's check had
+ *    hidden it by share-locking the tenant row earlier in the transaction.
+ * Callers lock the session rows before this (their own order, by id).
  */
-function releaseSessions(tx: CommonQueryMethods, goneCtes: FragmentSqlToken) {
-  return tx.any(sql.unsafe`
+async function releaseSessions(tx: CommonQueryMethods, goneCtes: FragmentSqlToken) {
+  await tx.query(sql.unsafe`
     WITH ${goneCtes},
     lock_t AS (
       SELECT count(*) AS n FROM (
@@ -394,21 +401,24 @@ function releaseSessions(tx: CommonQueryMethods, goneCtes: FragmentSqlToken) {
     lock_p AS (
       SELECT count(*) AS n FROM (
         SELECT 1 FROM proxy_numbers WHERE number IN (SELECT proxy_number FROM gone) AND (SELECT n FROM lock_t) >= 0
-        ORDER BY number FOR NO KEY UPDATE) l),
+        ORDER BY number FOR NO KEY UPDATE) l)
+    SELECT n FROM lock_p`)
+  return tx.any(sql.unsafe`
+    WITH ${goneCtes},
     del AS (
       DELETE FROM session_participants sp USING gone
-      WHERE sp.session_id = gone.id AND (SELECT n FROM lock_p) >= 0 RETURNING 1),
+      WHERE sp.session_id = gone.id RETURNING 1),
     t AS (
       UPDATE tenants SET live_sessions = GREATEST(tenants.live_sessions - c.n, 0)
       FROM (SELECT tenant_id, count(*)::int AS n FROM gone GROUP BY tenant_id) c
-      WHERE tenants.id = c.tenant_id AND (SELECT n FROM lock_p) >= 0 RETURNING 1),
+      WHERE tenants.id = c.tenant_id RETURNING 1),
     p AS (
       UPDATE proxy_numbers pn SET
         live_sessions = GREATEST(pn.live_sessions - c.n, 0),
         tenant_id = CASE WHEN pn.live_sessions - c.n <= 0 THEN NULL ELSE pn.tenant_id END,
         released_at = CASE WHEN pn.live_sessions - c.n <= 0 THEN now() ELSE pn.released_at END
       FROM (SELECT proxy_number, count(*)::int AS n FROM gone GROUP BY proxy_number) c
-      WHERE pn.number = c.proxy_number AND (SELECT n FROM lock_p) >= 0 RETURNING 1)
+      WHERE pn.number = c.proxy_number RETURNING 1)
     SELECT id FROM gone`)
 }
 

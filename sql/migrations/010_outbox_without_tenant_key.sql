@@ -1,0 +1,15 @@
+-- Issue 12: the outbox loses its foreign key to tenants, the last one on a write-hot table (005
+-- dropped those of call_records and sms_records). Every routed call writes a call.incoming row and
+-- every inbound SMS its event rows; the key cost a row trigger, a query and a FOR KEY SHARE lock on
+-- the tenant row per event: about 4.5 µs of the ~50 µs of Postgres CPU per recorded call
+-- (bench/pg-call-insert.bench.ts, 100,000 sessions, batches of 115).
+--
+-- Outbox rows are written only by sql/ (sql/outbox.ts insertOutbox / outboxInsertFrom), for the
+-- events of sessions, records, pool alerts and webhook tests of a tenant that the same transaction
+-- or an earlier committed one holds; tenants are never deleted (sql/retention.ts purges records
+-- and idempotency keys only). 005 kept this key because dropping it exposed a deadlock between a
+-- session end and an expiry sweep on a tenants row; that was releaseSessions (sql/sessions.ts)
+-- locking and updating the tenant row in one statement, now two statements, and
+-- test/sql/lock-order.test.ts (creates, ends, sweeps and bulk inserts from two pools, deadlocks
+-- counted in pg_stat_database and on the pools) runs without the key's early lock.
+ALTER TABLE outbox DROP CONSTRAINT IF EXISTS outbox_tenant_id_fkey;
