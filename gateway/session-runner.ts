@@ -15,6 +15,7 @@ import * as store from '../sql/sessions.js'
 import { channelNames } from '../sql/sessions.js'
 import { getLiveSessionStates } from '../sql/session-load.js'
 import type { TenantDirectory } from './tenant-directory.js'
+import { isoTime as iso } from '../api/vocabulary/iso-time.js'
 
 export interface RunnerDeps {
   db: DatabasePool
@@ -57,7 +58,7 @@ export function envelopesOf(events: EngineEvent[]): EventEnvelope[] {
     tenantId: e.tenantId,
     proxyNumber: e.proxyNumber,
     state: e.state,
-    ...(e.type === 'session.target_swapped' ? { timestamp: new Date(e.at).toISOString() } : {}),
+    ...(e.type === 'session.target_swapped' ? { timestamp: iso(e.at) } : {}),
   }))
 }
 
@@ -373,7 +374,6 @@ function checkMetadataSize(m: Record<string, unknown> | undefined) {
 }
 
 export function viewOf(rec: SessionRecord, metadata: Record<string, unknown>, callCount: number, lastCallAt: number | null): SessionView {
-  const iso = (n: number) => new Date(n).toISOString()
   return {
     id: rec.id,
     tenantId: rec.tenantId,

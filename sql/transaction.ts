@@ -6,6 +6,7 @@
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik'
 import { guard, withRetry } from './errors.js'
 import { MasklineError } from '../engine/errors.js'
+import { isoTime } from '../api/vocabulary/iso-time.js'
 
 /** A pool, or a connection the caller already holds (possibly inside its own transaction). */
 export type Db = DatabasePool | CommonQueryMethods
@@ -65,12 +66,12 @@ export function jsonb(v: unknown) {
 
 /** ISO timestamp literal for epoch ms, cast on the server (exact, independent of time zones). */
 export function ts(ms: number) {
-  return sql.fragment`${new Date(ms).toISOString()}::timestamptz`
+  return sql.fragment`${isoTime(ms)}::timestamptz`
 }
 
 export function tsOrNull(ms: number | null | undefined) {
   return ms === null || ms === undefined ? sql.fragment`NULL::timestamptz` : ts(ms)
 }
 
-export const iso = (ms: number): string => new Date(ms).toISOString()
+export const iso = isoTime
 export const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms))

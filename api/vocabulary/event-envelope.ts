@@ -1,6 +1,7 @@
 // Shared vocabulary (test/layering.test.ts): a leaf every layer may import, sql/ included; it
 // imports nothing of ours but its sibling and engine/.
 import { uuidv7 } from './ids.js'
+import { isoTime } from './iso-time.js'
 
 // DECISIONS 6: the one envelope for webhooks and the WebSocket stream. `data` is built from an
 // allow-list of fields, so a real phone number or SMS text cannot reach a tenant by accident.
@@ -71,5 +72,5 @@ export function newEnvelope(type: EventType, at: number, data: EventData): Event
 export function buildEnvelope(id: string, type: EventType, at: number, data: EventData): EventEnvelope {
   const clean: Record<string, unknown> = {}
   for (const k of DATA_KEYS) if (data[k] !== undefined) clean[k] = data[k]
-  return { id, type, createdAt: new Date(at).toISOString(), data: clean as unknown as EventData }
+  return { id, type, createdAt: isoTime(at), data: clean as unknown as EventData }
 }
