@@ -67,7 +67,12 @@ export function formPairs(body: Buffer | string, maxFields = MAX_FORM_FIELDS): F
 /** Object form, first value wins; `null` when malformed. */
 export function parseForm(body: Buffer | string, maxFields = MAX_FORM_FIELDS): FormFields | null {
   const pairs = formPairs(body, maxFields)
-  if (pairs === null) return null
+  return pairs === null ? null : formFromPairs(pairs)
+}
+
+/** The object form of pairs formPairs gave (the HTTP pipeline parses a signed callback's body once,
+ * for the signature and the handler). */
+export function formFromPairs(pairs: readonly FormPair[]): FormFields {
   const out: FormFields = Object.create(null) as FormFields
   for (const [name, value] of pairs) if (!Object.hasOwn(out, name)) out[name] = value
   return out

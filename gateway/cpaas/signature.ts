@@ -9,7 +9,7 @@
 // none: accepts everything; only legal with the sandbox provider (validateSignatureConfig).
 //
 // Results carry a reason code only: never the signature, the body or the secret.
-import { createHash, createHmac, createPublicKey, timingSafeEqual, verify as cryptoVerify, type KeyObject } from 'node:crypto'
+import { createHash, createHmac, createPublicKey, createSecretKey, timingSafeEqual, verify as cryptoVerify, type KeyObject } from 'node:crypto'
 import { canonicalFormString, formPairs, type FormPair } from '../../api/cpaas/form.js'
 
 export type SignatureMode = 'telnyx-ed25519' | 'hmac-sha1' | 'none'
@@ -50,6 +50,9 @@ export interface SignedRequest {
   /** Already-parsed form fields. When absent, hmac-sha1 parses every pair from rawBody itself
    * (preferred: it also covers repeated names). */
   form?: Readonly<Record<string, string>>
+  /** Every pair of the body as formPairs(rawBody) gave them (null: malformed), when the caller
+   * parsed them already: hmac-sha1 signs them instead of parsing the body again. */
+  pairs?: readonly FormPair[] | null
 }
 
 export interface SignatureVerifier {
@@ -137,8 +140,9 @@ export function createSignatureVerifier(cfg: SignatureConfig): SignatureVerifier
   }
 
   if (cfg.mode === 'hmac-sha1') {
-    const secret = cfg.hmacSecret
-    if (!secret) throw new Error('CPAAS_SIGNATURE=hmac-sha1 needs CPAAS_HMAC_SECRET')
+    if (!cfg.hmacSecret) throw new Error('CPAAS_SIGNATURE=hmac-sha1 needs CPAAS_HMAC_SECRET')
+    // A KeyObject made once rather than the string converted per call (~0.5 µs of a ~3 µs HMAC here).
+    const secret = createSecretKey(Buffer.from(cfg.hmacSecret, 'utf8'))
     return {
       mode: 'hmac-sha1',
       verify(req) {
@@ -150,6 +154,9 @@ export function createSignatureVerifier(cfg: SignatureConfig): SignatureVerifier
         let pairs: readonly FormPair[] | Readonly<Record<string, string>>
         if (isJson) {
           pairs = []
+        } else if (req.pairs !== undefined) {
+          if (req.pairs === null) return fail('bad-body')
+          pairs = req.pairs
         } else if (req.form) {
           pairs = req.form
         } else {

@@ -11,7 +11,7 @@ import { rateLimitHeaders, WINDOW_MS, type RateDecision, type RateLimiter } from
 import { ApiProblem, type ApiReply, type ApiRequest, type AuthContext, type RouteDef } from '../../api/route.js'
 import type { Services } from '../../api/services.js'
 import { hasUnicodeEscape, isUtf8, uncleanTextAt, UNCLEAN_TEXT_DETAIL } from '../../api/text-guard.js'
-import { parseForm } from '../../api/cpaas/form.js'
+import { formFromPairs, formPairs, type FormPair } from '../../api/cpaas/form.js'
 import type { SignedRequest, VerifyResult } from '../cpaas/signature.js'
 import { BodyAborted, BodyTooLarge, DRAIN_LIMIT, jsonNestsDeeper, MAX_JSON_DEPTH, readBody } from './body.js'
 import { capture, type Captured } from './capture.js'
@@ -178,9 +178,11 @@ async function run(env: Env, r: CompiledRoute, res: HttpResponse, c: Captured, r
   let limitHeaders: Record<string, string> | undefined
   let out: Outgoing
   let failure: unknown = null
+  // A form callback's body is parsed once, for its signature and its handler.
+  const pairs = def.form && raw ? formPairs(raw) : undefined
   try {
     if (def.signed) {
-      const v = env.verifyCallback!({ headers: c.headers, rawBody: raw ?? EMPTY, path: c.path, query: c.rawQuery })
+      const v = env.verifyCallback!({ headers: c.headers, rawBody: raw ?? EMPTY, path: c.path, query: c.rawQuery, ...(pairs !== undefined ? { pairs } : {}) })
       if (!v.ok) {
         env.log.warn({ reason: v.reason, callback: def.signed.name }, 'callback signature refused')
         out = replyOut(env, r, def.signed.refusal)
@@ -197,7 +199,7 @@ async function run(env: Env, r: CompiledRoute, res: HttpResponse, c: Captured, r
         if (!d.allowed) throw new ApiProblem('rate-limit', `At most ${d.limit} requests per minute on the ${auth.tier} tier`)
       }
     }
-    const apiReq = buildRequest(env, r, c, raw, auth)
+    const apiReq = buildRequest(env, r, c, raw, auth, pairs)
     const reply = await def.handler(apiReq)
     out = replyOut(env, r, reply)
   } catch (err) {
@@ -222,7 +224,7 @@ async function tenantLimit(env: Env, auth: AuthContext): Promise<RateDecision | 
   }
 }
 
-function buildRequest(env: Env, r: CompiledRoute, c: Captured, raw: Buffer | null, auth: AuthContext | null): ApiRequest {
+function buildRequest(env: Env, r: CompiledRoute, c: Captured, raw: Buffer | null, auth: AuthContext | null, pairs: readonly FormPair[] | null | undefined): ApiRequest {
   const def = r.def
   const slug = r.validationSlug
   const issues: FieldIssue[] = []
@@ -266,7 +268,7 @@ function buildRequest(env: Env, r: CompiledRoute, c: Captured, raw: Buffer | nul
     ip: c.ip,
     auth,
     services: env.services,
-    form: def.form && raw ? parseForm(raw) : null,
+    form: pairs ? formFromPairs(pairs) : null,
   }
 }
 
