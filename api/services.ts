@@ -20,7 +20,8 @@ export interface ServiceConfig {
 export interface SessionCommands {
   create(tenantId: string, body: CreateSessionBody, idempotency?: { key: string; requestHash: string }):
     Promise<{ status: number; body: unknown; replayed: boolean }>
-  get(tenantId: string, id: string): Promise<SessionView>
+  /** Synchronous for a live session (answered from memory, issue 13); a promise otherwise. */
+  get(tenantId: string, id: string): SessionView | Promise<SessionView>
   end(tenantId: string, id: string): Promise<SessionView>
   patch(tenantId: string, id: string, body: PatchSessionBody): Promise<SessionView>
   swapTarget(tenantId: string, id: string, customerPhone: string): Promise<SessionView>

@@ -247,16 +247,20 @@ export function createSessionRunner(d: RunnerDeps) {
     return found && { sessionId: found.id, proxyNumber: found.proxyNumber, metadata: found.metadata }
   }
 
-  /** A live session from memory (issue 13), any other from Postgres. */
-  async function view(tenantId: string, id: string): Promise<SessionView> {
+  /**
+   * A live session from memory (issue 13), synchronously: no promise, no await on the hot read;
+   * any other from Postgres. May throw (not-found of another tenant's live session) as well as reject.
+   */
+  function view(tenantId: string, id: string): SessionView | Promise<SessionView> {
     const live = d.engine.live(id as SessionId)?.snapshot()
     if (live) {
       if (live.record.tenantId !== tenantId) throw new ApiProblem('not-found')
       return viewOf(live.record, JSON.parse(live.metadataJson) as Record<string, unknown>, live.callCount, live.lastCallAt)
     }
-    const v = await store.getSession(d.db, tenantId, id)
-    if (!v) throw new ApiProblem('not-found')
-    return v as SessionView
+    return store.getSession(d.db, tenantId, id).then(v => {
+      if (!v) throw new ApiProblem('not-found')
+      return v as SessionView
+    })
   }
 
   /** Spec 3.1 expiry of what tick() handed out; the database decides who writes the event. */

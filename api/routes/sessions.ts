@@ -60,8 +60,9 @@ export const sessionRoutes: RouteDef[] = [
     method: 'GET', path: '/v1/sessions/:id', auth: 'tenant', summary: 'Get a session',
     params: SessionIdParams, response: { 200: SessionView },
     problems: ['not-found', 'unauthorized', 'forbidden', 'rate-limit'],
-    async handler(req) {
-      return { status: 200, body: await sessionsOf(req.services).get(tenantId(req), (req.params as { id: string }).id) }
+    handler(req) {
+      const v = sessionsOf(req.services).get(tenantId(req), (req.params as { id: string }).id)
+      return v instanceof Promise ? v.then(body => ({ status: 200, body })) : { status: 200, body: v }
     },
   }),
   route({

@@ -13,7 +13,7 @@ import type { Services } from '../../api/services.js'
 import { hasUnicodeEscape, isUtf8, uncleanTextAt, UNCLEAN_TEXT_DETAIL } from '../../api/text-guard.js'
 import { formFromPairs, formPairs, type FormPair } from '../../api/cpaas/form.js'
 import type { SignedRequest, VerifyResult } from '../cpaas/signature.js'
-import { BodyAborted, BodyTooLarge, DRAIN_LIMIT, jsonNestsDeeper, MAX_JSON_DEPTH, readBody } from './body.js'
+import { BodyAborted, DRAIN_LIMIT, jsonNestsDeeper, MAX_JSON_DEPTH, readBody } from './body.js'
 import { capture, type Captured } from './capture.js'
 import { clientIpResolver, type ClientIpResolver } from './client-ip.js'
 import { compileRoute, type CompiledRoute } from './compile.js'
@@ -158,18 +158,17 @@ function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpReque
     finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, Number(declared) > DRAIN_LIMIT)
     return
   }
-  readBody(res, r.bodyLimit, abort => { c.abortBody = abort }).then(
-    body => {
-      c.abortBody = undefined
-      return run(env, r, res, c, body)
-    },
-    err => {
-      // 499 (nginx's "client closed request"): logged, nothing is sent.
-      if (err instanceof BodyAborted) return finish(env, r.def.path, res, c, { status: 499, contentType: null, body: null, headers: [] }, null)
-      // Over the cap: 413 once the rest was read and dropped (readBody), or closing past DRAIN_LIMIT.
-      finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, !(err instanceof BodyTooLarge && err.drained))
-    },
-  )
+  readBody(res, r.bodyLimit, abort => { c.abortBody = abort }, (err, body) => {
+    c.abortBody = undefined
+    if (err === null) {
+      void run(env, r, res, c, body)
+      return
+    }
+    // 499 (nginx's "client closed request"): logged, nothing is sent.
+    if (err instanceof BodyAborted) return finish(env, r.def.path, res, c, { status: 499, contentType: null, body: null, headers: [] }, null)
+    // Over the cap: 413 once the rest was read and dropped (readBody), or closing past DRAIN_LIMIT.
+    finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, !err.drained)
+  })
 }
 
 async function run(env: Env, r: CompiledRoute, res: HttpResponse, c: Captured, raw: Buffer | null): Promise<void> {
@@ -190,18 +189,25 @@ async function run(env: Env, r: CompiledRoute, res: HttpResponse, c: Captured, r
         return
       }
     }
-    if (def.auth !== 'none') auth = await env.auth.authenticate(c.headers.authorization, def.auth, def.roles)
+    // Awaited only when a step is asynchronous: on the hot path (a cached token, the in-memory
+    // limiter, a handler answering from memory) the request is answered in the same tick, with no
+    // promise turn per step.
+    if (def.auth !== 'none') {
+      const a = env.auth.authenticate(c.headers.authorization, def.auth, def.roles)
+      auth = a instanceof Promise ? await a : a
+    }
     if (auth && r.rateLimited) {
       const now = env.services.now()
-      const d = await tenantLimit(env, auth)
+      const l = tenantLimit(env, auth)
+      const d = l instanceof Promise ? await l : l
       if (d) {
         limitHeaders = rateLimitHeaders(d, now)
         if (!d.allowed) throw new ApiProblem('rate-limit', `At most ${d.limit} requests per minute on the ${auth.tier} tier`)
       }
     }
     const apiReq = buildRequest(env, r, c, raw, auth, pairs)
-    const reply = await def.handler(apiReq)
-    out = replyOut(env, r, reply)
+    const h = def.handler(apiReq)
+    out = replyOut(env, r, h instanceof Promise ? await h : h)
   } catch (err) {
     failure = err
     out = errorOut(env, err)
@@ -215,12 +221,16 @@ async function run(env: Env, r: CompiledRoute, res: HttpResponse, c: Captured, r
  * the request is admitted without rate-limit headers and the failure is logged. The token and
  * login throttles (api/routes/auth.ts) fail closed instead: they guard credentials.
  */
-async function tenantLimit(env: Env, auth: AuthContext): Promise<RateDecision | null> {
-  try {
-    return await env.limiter.hit(`tenant:${auth.tenantId}`, TIER_LIMITS[auth.tier].requestsPerMinute, WINDOW_MS)
-  } catch (err) {
+function tenantLimit(env: Env, auth: AuthContext): RateDecision | null | Promise<RateDecision | null> {
+  const admit = (err: unknown): null => {
     env.log.warn({ code: 'rate-limiter', error: err }, 'rate limiter unavailable; request admitted')
     return null
+  }
+  try {
+    const d = env.limiter.hit(`tenant:${auth.tenantId}`, TIER_LIMITS[auth.tier].requestsPerMinute, WINDOW_MS)
+    return d instanceof Promise ? d.catch(admit) : d
+  } catch (err) {
+    return admit(err)
   }
 }
 

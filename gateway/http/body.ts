@@ -30,32 +30,35 @@ const EMPTY = Buffer.alloc(0)
 
 /**
  * Must be called synchronously inside the uWS handler, before any await. `onAbort` receives the
- * function to call from the response's onAborted: the promise then rejects with BodyAborted.
+ * function to call from the response's onAborted: `done` then gets BodyAborted. `done` is called
+ * once, from the onData that completes the body (no promise turn between the last chunk and the
+ * handler: every provider callback and REST write comes through here).
  */
-export function readBody(res: HttpResponse, limit: number, onAbort: (abort: () => void) => void): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    onAbort(() => reject(new BodyAborted()))
-    let chunks: Buffer[] | null = null
-    let first: Buffer | null = null
-    let size = 0
-    let over = false
-    res.onData((ab, isLast) => {
-      size += ab.byteLength
-      if (over || size > limit) {
-        if (!over) { over = true; first = null; chunks = null }
-        if (isLast || size > DRAIN_LIMIT) reject(new BodyTooLarge(isLast))
-        return
-      }
-      if (isLast && first === null && chunks === null) {
-        // The common case: the whole body in one chunk.
-        resolve(ab.byteLength ? Buffer.from(ab.slice(0)) : EMPTY)
-        return
-      }
-      const copy = Buffer.from(ab.slice(0))
-      if (first === null) first = copy
-      else (chunks ??= [first]).push(copy)
-      if (isLast) resolve(chunks ? Buffer.concat(chunks, size) : first)
-    })
+export function readBody(res: HttpResponse, limit: number, onAbort: (abort: () => void) => void, done: (err: BodyAborted | BodyTooLarge | null, body: Buffer) => void): void {
+  let settled = false
+  const resolve = (body: Buffer) => { if (!settled) { settled = true; done(null, body) } }
+  const reject = (err: BodyAborted | BodyTooLarge) => { if (!settled) { settled = true; done(err, EMPTY) } }
+  onAbort(() => reject(new BodyAborted()))
+  let chunks: Buffer[] | null = null
+  let first: Buffer | null = null
+  let size = 0
+  let over = false
+  res.onData((ab, isLast) => {
+    size += ab.byteLength
+    if (over || size > limit) {
+      if (!over) { over = true; first = null; chunks = null }
+      if (isLast || size > DRAIN_LIMIT) reject(new BodyTooLarge(isLast))
+      return
+    }
+    if (isLast && first === null && chunks === null) {
+      // The common case: the whole body in one chunk.
+      resolve(ab.byteLength ? Buffer.from(ab.slice(0)) : EMPTY)
+      return
+    }
+    const copy = Buffer.from(ab.slice(0))
+    if (first === null) first = copy
+    else (chunks ??= [first]).push(copy)
+    if (isLast) resolve(chunks ? Buffer.concat(chunks, size) : first)
   })
 }
 
