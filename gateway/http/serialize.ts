@@ -78,12 +78,13 @@ function compileObject(obj: NonNullable<ReturnType<typeof objectParts>>, check: 
   const keys = Object.keys(obj.properties)
   const pickers = keys.map(k => compilePicker(obj.properties[k] as TSchema, check))
   const extra = obj.extra
+  if (extra === 'all') return v => (v === null || typeof v !== 'object' || Array.isArray(v) ? undefined : v)
+  if (extra === 'none' && !keys.includes('__proto__')) return straightLine(keys, pickers)
   const patterns = Array.isArray(extra) ? extra.map(e => ({ re: e.re as RegExp, pick: compilePicker(e.sub as TSchema, check) })) : null
   const known = new Set(keys)
   return v => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined
     const src = v as Record<string, unknown>
-    if (extra === 'all') return v
     const out: Record<string, unknown> = {}
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i]!
@@ -109,4 +110,24 @@ function compileObject(obj: NonNullable<ReturnType<typeof objectParts>>, check: 
     }
     return out
   }
+}
+
+/**
+ * An object of declared properties only (the common case: every response body of the API) as
+ * straight-line code, one statement per property with its name as a constant: the generic loop's
+ * keyed loads and stores were megamorphic (a property name from an array per access) and the
+ * pick was ~10 % of a session read's CPU in the bench. Primitive slots are inlined; the rest call
+ * their picker. The names come from our own schemas and are embedded as JSON string literals.
+ */
+function straightLine(keys: readonly string[], pickers: readonly Picker[]): Picker {
+  let body = 'if (v === null || typeof v !== "object" || Array.isArray(v)) return undefined\nconst out = {}\nlet x\n'
+  keys.forEach((k, i) => {
+    const name = JSON.stringify(k)
+    body += `x = v[${name}]\n`
+    if (pickers[i] === keep) body += `if (x !== undefined) out[${name}] = x\n`
+    else if (pickers[i] === primitive) body += `if (x !== undefined && (x === null || typeof x !== "object" || (x instanceof Date && (x = x.toISOString(), true)))) out[${name}] = x\n`
+    else body += `if (x !== undefined && (x = p[${i}](x)) !== undefined) out[${name}] = x\n`
+  })
+  body += 'return out'
+  return new Function('p', `return function pick(v) {\n${body}\n}`)(pickers) as Picker
 }
