@@ -9,8 +9,8 @@
 // sessions on ENTERPRISE) into a fresh database: next to DATABASE_URL when it is set, else an
 // embedded PGlite in a temporary DATA_DIR. M more sessions (default 0) are written already past
 // their deadline, so the boot has them to expire. Then the service is started as `npm start`
-// does (`node --import tsx gateway/main.ts`, configured through its environment only) and timed
-// to its "listening" log line, which carries startService's own figure (bootMs: database, rebuild,
+// does (`node --import tsx gateway/main.ts` with `npm start`'s Node flags, configured through its
+// environment only) and timed to its "listening" log line, which carries startService's own figure (bootMs: database, rebuild,
 // boot expiry, listen), and to its 'boot' line (the phases before listening: database, tenants and
 // numbers, sessions; the heap after the load). One voice callback per sampled session checks that the rebuilt engine
 // routes. Prints one `bench: <name> <value> <unit>` line per figure.
@@ -27,6 +27,7 @@ import {
   agentOf, customerOf, loadPopulation, numberPoolFor, proxiesFor, proxyOf, sessionIdOf, tenantIdOf, tenantOfSession, type Population,
 } from './lib/population.js'
 import { rssOf, sleep, startChild } from './lib/proc.js'
+import { startNodeFlags } from './scenarios/service.js'
 
 const args = process.argv.slice(2)
 function option(name: string): number | undefined {
@@ -131,7 +132,7 @@ async function main() {
     })
     const pin = detectPinning()
     const spawned = Date.now()
-    child = startChild({ name: 'service', cmd: process.execPath, args: ['--import', 'tsx', MAIN], core: null, pin, env })
+    child = startChild({ name: 'service', cmd: process.execPath, args: [...startNodeFlags(), '--import', 'tsx', MAIN], core: null, pin, env })
     const ready = await child.waitFor(listening, Math.max(300_000, N), 'its "listening" log line')
     const spawnToListening = ready.time - spawned
     await sleep(500)

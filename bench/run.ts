@@ -167,7 +167,7 @@ async function serviceScenarios(db: BenchDatabase): Promise<void> {
     return
   }
   info.service = serviceEntry
-  if (serviceEntry !== 'dist/gateway/main.js') results.note(`service entry: ${serviceEntry}`)
+  if (!serviceEntry.endsWith('dist/gateway/main.js')) results.note(`service entry: ${serviceEntry}`)
   let loadedPop: Loaded
   {
     progress(`population: writing ${pop.sessions.toLocaleString('en')} sessions through bulkInsertSessions (sql/sessions.ts)`)

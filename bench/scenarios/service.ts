@@ -1,8 +1,9 @@
 // The service under test: the compiled entry (dist/gateway/main.js, rebuilt when a source is newer)
 // as a child process on the server core, configured only through its environment (DECISIONS 1),
-// logging at info to a file. Same code path as production: no bench switches exist.
+// logging at info to a file. Same code path as production: no bench switches exist, and the Node
+// flags are those of `npm start` (package.json), read from there.
 import { spawnSync } from 'node:child_process'
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { EnvSchema } from '../../gateway/config.js'
 import type { BenchDatabase } from '../lib/database.js'
@@ -26,12 +27,22 @@ function newestMtime(dir: string): number {
   return newest
 }
 
+/** The Node flags `npm start` runs the service with (`node <flags> dist/gateway/main.js`). */
+export function startNodeFlags(): string[] {
+  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start
+  const m = /\bnode((?:\s+--\S+)*)\s+dist\/gateway\/main\.js/.exec(start)
+  if (!m) throw new Error(`package.json scripts.start does not run node … ${ENTRY}: ${start}`)
+  return m[1]!.trim().split(/\s+/).filter(Boolean)
+}
+
 /**
  * How to start the service: the compiled entry, unless dist/ cannot run (the build copies no
- * .sql files, so dist/sql/migrations/ may be missing); then the same sources through tsx.
+ * .sql files, so dist/sql/migrations/ may be missing); then the same sources through tsx. Either
+ * way with `npm start`'s Node flags.
  */
-let entryArgs: string[] = [ENTRY]
-export let serviceEntry = ENTRY
+const NODE_FLAGS = startNodeFlags()
+let entryArgs: string[] = [...NODE_FLAGS, ENTRY]
+export let serviceEntry = [...NODE_FLAGS, ENTRY].join(' ')
 
 /** null when the service can run; otherwise why not. Runs `npm run build` when dist/ is stale. */
 export function ensureServiceBuilt(): string | null {
@@ -59,8 +70,8 @@ export function ensureServiceBuilt(): string | null {
 
 function checkMigrations(): null {
   if (existsSync('dist/sql/migrations') || !existsSync('sql/migrations')) return null
-  entryArgs = ['--import', 'tsx', 'gateway/main.ts']
-  serviceEntry = 'gateway/main.ts through tsx (dist/sql/migrations/ is missing: npm run build copies no .sql files)'
+  entryArgs = [...NODE_FLAGS, '--import', 'tsx', 'gateway/main.ts']
+  serviceEntry = `${NODE_FLAGS.join(' ')} gateway/main.ts through tsx (dist/sql/migrations/ is missing: npm run build copies no .sql files)`.trim()
   progress(`service entry: ${serviceEntry}`)
   return null
 }
