@@ -17,7 +17,7 @@ import { connectWs, type WsClient } from '../support/ws-client.js'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { phoneSource, voiceRoute } from '../durability/lib.js'
 import { EVENT_TYPES } from '../../api/vocabulary/event-envelope.js'
-import { create, enterpriseTenant, privateRedis, sleep, startNode, type Sess } from './lib.js'
+import { create, endSession, enterpriseTenant, privateRedis, redisOutageUnderLoad, sleep, startNode, swapTo, type Sess } from './lib.js'
 
 const embedded = process.env.MASKLINE_TEST_BACKEND === 'embedded' || !process.env.TEST_DATABASE_URL
 const singleNode = embedded && 'embedded mode (PGlite, in-process bus) is single-node by design: no second node, no bus to lose events'
@@ -89,16 +89,15 @@ t.test('Redis SIGKILLed for 10 s under load on both nodes: every client gets eve
   await sleep(200)
   const phone = phoneSource(1000)
   const failures: string[] = []
-  let stop = false
   let ops = 0
 
   // Each node creates, swaps, ends (grace 0: expires at once; the expiry is any node's) and takes
   // calls, on the sessions it created itself, one request at a time.
-  async function worker(node: ChildService, seed: number) {
+  async function worker(node: ChildService, seed: number, stopped: () => boolean) {
     const mine: Sess[] = []
     const driver = new CallbackDriver({ baseUrl: node.url, mode: 'none' })
     let k = seed
-    while (!stop) {
+    while (!stopped()) {
       k = (k * 1103515245 + 12345) % 2147483648
       const pick = k % 10
       const live = mine.filter(s => !s.ended)
@@ -112,29 +111,16 @@ t.test('Redis SIGKILLed for 10 s under load on both nodes: every client gets eve
           const r = await voiceRoute(driver, s.agent, s.proxy)
           if (r.kind !== 'connect') failures.push(`call ${JSON.stringify(r)}`)
         } else if (pick < 8) {
-          const c = phone()
-          const r = await request(node.url, 'PATCH', `/v1/sessions/${s.id}/target`, { token: acc.token, body: { customerPhone: c } })
-          if (r.status === 200) { s.previous.push(s.customer); s.customer = c } else failures.push(`swap ${r.status} ${r.text.slice(0, 200)}`)
+          await swapTo(node.url, acc.token, s, phone(), failures)
         } else {
-          const r = await request(node.url, 'POST', `/v1/sessions/${s.id}/end`, { token: acc.token })
-          if (r.status === 200) s.ended = true; else failures.push(`end ${r.status} ${r.text.slice(0, 200)}`)
+          await endSession(node.url, acc.token, s, failures)
         }
       }
       ops++
       await sleep(30)
     }
   }
-  const load = Promise.all([worker(nodes[0], 1), worker(nodes[1], 2)])
-  await sleep(2_000)
-  const opsBefore = ops
-  await redis.kill()
-  await sleep(10_000)
-  const opsDuring = ops - opsBefore
-  await redis.start()
-  const backAt = Date.now()
-  await sleep(2_000)
-  stop = true
-  await load
+  const { opsDuring, backAt } = await redisOutageUnderLoad(redis, stopped => Promise.all([worker(nodes[0], 1, stopped), worker(nodes[1], 2, stopped)]), () => ops)
   t.same(failures.slice(0, 10), [], 'every request of the load succeeded')
   t.comment(`load: ${ops} requests, ${opsDuring} during the 10 s outage`)
 

@@ -9,6 +9,7 @@ import { Redis } from 'ioredis'
 import { sql, type DatabasePool } from 'slonik'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { request, signupChild, startChild, type ChildAccount, type ChildData, type ChildService } from '../support/child-service.js'
+import type { privateRedis as PrivateRedis } from '../support/redis-server.js'
 export { privateRedis } from '../support/redis-server.js'
 import { LIVE, mapLimit, routeLabel, voiceRoute, type Route } from '../durability/lib.js'
 
@@ -50,6 +51,40 @@ export async function create(url: string, token: string, agent: string, customer
   const r = await request(url, 'POST', '/v1/sessions', { token, body: { agentPhone: agent, customerPhone: customer, gracePeriodMinutes } })
   if (r.status !== 201) return `create ${r.status} ${r.text.slice(0, 200)}`
   return { id: r.body.id, proxy: r.body.proxyNumber, agent, customer, previous: [], busy: false, ended: false }
+}
+
+/** A target swap of `s` to `customer`; on 200 the test's record follows it, otherwise the failure is noted. */
+export async function swapTo(url: string, token: string, s: Sess, customer: string, failures: string[]): Promise<void> {
+  const r = await request(url, 'PATCH', `/v1/sessions/${s.id}/target`, { token, body: { customerPhone: customer } })
+  if (r.status === 200) { s.previous.push(s.customer); s.customer = customer } else failures.push(`swap ${r.status} ${r.text.slice(0, 200)}`)
+}
+
+/** POST /end of `s`; on 200 it is marked ended, otherwise the failure is noted. */
+export async function endSession(url: string, token: string, s: Sess, failures: string[]): Promise<void> {
+  const r = await request(url, 'POST', `/v1/sessions/${s.id}/end`, { token })
+  if (r.status === 200) s.ended = true; else failures.push(`end ${r.status} ${r.text.slice(0, 200)}`)
+}
+
+/**
+ * The outage the multi-node tests put their load through: `run(stopped)` starts the load (it loops
+ * until `stopped()`), 2 s in Redis is SIGKILLed, 10 s later started again (empty), the load goes on
+ * 2 s more and is then stopped and awaited. `ops` counts the load's requests.
+ */
+export async function redisOutageUnderLoad(redis: Awaited<ReturnType<typeof PrivateRedis>>, run: (stopped: () => boolean) => Promise<unknown>, ops: () => number): Promise<{ opsDuring: number; outageMs: number; backAt: number }> {
+  let stop = false
+  const load = run(() => stop)
+  await sleep(2_000)
+  const opsBefore = ops()
+  await redis.kill()
+  const killedAt = Date.now()
+  await sleep(10_000)
+  const opsDuring = ops() - opsBefore
+  await redis.start()
+  const backAt = Date.now()
+  await sleep(2_000)
+  stop = true
+  await load
+  return { opsDuring, outageMs: backAt - killedAt, backAt }
 }
 
 /** Every session's row as Postgres holds it now. */

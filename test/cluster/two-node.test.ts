@@ -20,7 +20,7 @@ import { childData, request, signupChild, type ChildService } from '../support/c
 import { connectWs } from '../support/ws-client.js'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { phoneSource, voiceRoute } from '../durability/lib.js'
-import { converge, create, enterpriseTenant, percentile, privateRedis, sleep, startNode, type Sess } from './lib.js'
+import { converge, create, endSession, enterpriseTenant, percentile, privateRedis, redisOutageUnderLoad, sleep, startNode, swapTo, type Sess } from './lib.js'
 
 const embedded = process.env.MASKLINE_TEST_BACKEND === 'embedded' || !process.env.TEST_DATABASE_URL
 const singleNode = embedded && 'embedded mode (PGlite, in-process bus) is single-node by design: no second node to reach'
@@ -100,14 +100,13 @@ t.test('Redis SIGKILLed for 10 s under load on both nodes, back empty: every nod
   const phone = phoneSource(1000)
   const sessions: Sess[] = []
   const failures: string[] = []
-  let stop = false
   let ops = 0
 
   // Each node: creates, swaps and ends (grace 0: it expires at once; grace 5: it stays live in
   // GRACE_PERIOD) on sessions made by either node, one request at a time per worker.
-  async function worker(node: ChildService, seed: number) {
+  async function worker(node: ChildService, seed: number, stopped: () => boolean) {
     let k = seed
-    while (!stop) {
+    while (!stopped()) {
       k = (k * 1103515245 + 12345) % 2147483648
       const pick = k % 10
       const idle = sessions.filter(s => !s.busy && !s.ended)
@@ -118,34 +117,17 @@ t.test('Redis SIGKILLed for 10 s under load on both nodes, back empty: every nod
       } else {
         const s = idle[k % idle.length]!
         s.busy = true
-        if (pick < 8) {
-          const c = phone()
-          const r = await request(node.url, 'PATCH', `/v1/sessions/${s.id}/target`, { token: acc.token, body: { customerPhone: c } })
-          if (r.status === 200) { s.previous.push(s.customer); s.customer = c } else failures.push(`swap ${r.status} ${r.text.slice(0, 200)}`)
-        } else {
-          const r = await request(node.url, 'POST', `/v1/sessions/${s.id}/end`, { token: acc.token })
-          if (r.status === 200) s.ended = true; else failures.push(`end ${r.status} ${r.text.slice(0, 200)}`)
-        }
+        if (pick < 8) await swapTo(node.url, acc.token, s, phone(), failures)
+        else await endSession(node.url, acc.token, s, failures)
         s.busy = false
       }
       ops++
       await sleep(30)
     }
   }
-  const load = Promise.all([worker(nodes[0]!, 1), worker(nodes[1]!, 2)])
-  await sleep(2_000)
-  const opsBefore = ops
-  await redis.kill()
-  const killedAt = Date.now()
-  await sleep(10_000)
-  const opsDuring = ops - opsBefore
-  await redis.start()
-  const backAt = Date.now()
-  await sleep(2_000)
-  stop = true
-  await load
+  const { opsDuring, outageMs, backAt } = await redisOutageUnderLoad(redis, stopped => Promise.all([worker(nodes[0]!, 1, stopped), worker(nodes[1]!, 2, stopped)]), () => ops)
   t.same(failures.slice(0, 10), [], 'every request of the load succeeded (Redis is not on the request path)')
-  t.comment(`load: ${ops} requests, ${opsDuring} during the ${backAt - killedAt} ms outage; ${sessions.length} sessions`)
+  t.comment(`load: ${ops} requests, ${opsDuring} during the ${outageMs} ms outage; ${sessions.length} sessions`)
 
   const db = await data.open({ maximumPoolSize: 2 })
   t.teardown(() => db.close())
