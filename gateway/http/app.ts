@@ -222,16 +222,17 @@ async function run(env: Env, r: CompiledRoute, res: HttpResponse, c: Captured, r
  * login throttles (api/routes/auth.ts) fail closed instead: they guard credentials.
  */
 function tenantLimit(env: Env, auth: AuthContext): RateDecision | null | Promise<RateDecision | null> {
-  const admit = (err: unknown): null => {
-    env.log.warn({ code: 'rate-limiter', error: err }, 'rate limiter unavailable; request admitted')
-    return null
-  }
   try {
     const d = env.limiter.hit(`tenant:${auth.tenantId}`, TIER_LIMITS[auth.tier].requestsPerMinute, WINDOW_MS)
-    return d instanceof Promise ? d.catch(admit) : d
+    return d instanceof Promise ? d.catch((err: unknown) => limiterDown(env, err)) : d
   } catch (err) {
-    return admit(err)
+    return limiterDown(env, err)
   }
+}
+
+function limiterDown(env: Env, err: unknown): null {
+  env.log.warn({ code: 'rate-limiter', error: err }, 'rate limiter unavailable; request admitted')
+  return null
 }
 
 function buildRequest(env: Env, r: CompiledRoute, c: Captured, raw: Buffer | null, auth: AuthContext | null, pairs: readonly FormPair[] | null | undefined): ApiRequest {
