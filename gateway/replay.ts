@@ -76,10 +76,12 @@ export function createReplayer(d: ReplayDeps) {
   let closed = false
   const timers = new Set<NodeJS.Timeout>()
 
-  function send(e: EventEnvelope): void {
-    if (delivered.get(e.id)) return
+  /** Delivers `e` unless it was delivered before; true when it went out now. */
+  function send(e: EventEnvelope): boolean {
+    if (delivered.get(e.id)) return false
     delivered.set(e.id, true)
     d.publish(e)
+    return true
   }
 
   function release(): void {
@@ -102,9 +104,7 @@ export function createReplayer(d: ReplayDeps) {
       const page = await outboxEventsAfter(d.db, after, tenants, BATCH)
       for (const e of page) {
         after = e.id
-        if (delivered.get(e.id)) continue
-        send(e)
-        sent++
+        if (send(e)) sent++
       }
       read += page.length
       if (page.length < BATCH) break
