@@ -14,7 +14,7 @@ import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
 import { guard, sqlStateOf, StoreError, withRetry } from './errors.js'
 import { insertOutbox, outboxInsertFrom } from './outbox.js'
 import { directPool, directTransaction, PREPARE, type DirectPool, type Queries } from './direct.js'
-import { iso, isoOrNull, rollback, transact, ts, tsOrNull, type Db, type Rollback } from './transaction.js'
+import { iso, isoOrNull, jsonb, rollback, transact, ts, tsOrNull, type Db, type Rollback } from './transaction.js'
 
 export { bulkInsertSessions, type BulkSessionRow } from './bulk-sessions.js'
 export { getLiveSessionState, getSessionRecord, loadLiveSessions, loadTenantsRouting, type SessionCipher } from './session-load.js'
@@ -309,51 +309,88 @@ export interface UpdateSessionArgs {
  */
 export async function updateSession(db: Db, a: UpdateSessionArgs): Promise<'ok' | 'stale' | 'proxy-conflict'> {
   const { prev, next, swap } = a
-  type Outcome = 'ok' | 'stale' | 'proxy-conflict'
+  const direct = isPool(db) ? directPool(db) : null
+  if (!(isLive(prev.state) && !isLive(next.state))) {
+    // No release: one statement, committed on its own (issue 13: a target swap was five statements
+    // and BEGIN/COMMIT, seven round trips and ~3 ms before its event could leave for the sockets).
+    const q = direct ? direct.queries : db
+    const r = (await guard(() => withRetry(() => q.one(changeStatement(a))))) as { found: number; written: number }
+    return r.found === 0 ? 'stale' : r.written === 0 ? 'proxy-conflict' : 'ok'
+  }
+  type Outcome = 'ok' | 'stale'
   const work = async (tx: Queries): Promise<Outcome | Rollback<Outcome>> => {
     const row = (await tx.maybeOne(sql.unsafe`${PREPARE}
-      UPDATE sessions SET
-        state = ${next.state}, direction_mode = ${next.directionMode},
-        grace_period_minutes = ${next.gracePeriodMinutes}, max_duration_minutes = ${next.maxDurationMinutes},
-        recording_enabled = ${next.recordingEnabled}, consent_prompt = ${next.consentPrompt},
-        expires_at = ${ts(next.expiresAt)}, activated_at = ${ts(next.activatedAt)},
-        ended_at = ${tsOrNull(next.endedAt)}, expired_at = ${tsOrNull(next.expiredAt)},
-        metadata = ${a.metadataPatch ? sql.fragment`metadata || ${sql.jsonb(a.metadataPatch as SerializableValue)}` : sql.fragment`metadata`},
-        customer_hash = ${swap ? swap.newCustomerHash : sql.fragment`customer_hash`},
-        customer_phone_enc = ${swap ? sql.binary(swap.newCustomerEnc) : sql.fragment`customer_phone_enc`},
-        inactivity_timeout_minutes = ${next.inactivityTimeoutMinutes ?? null},
-        activity_at = ${a.activityFrom !== undefined ? ts(a.activityFrom) : sql.fragment`activity_at`},
-        version = ${next.version}
+      UPDATE sessions SET ${sessionSet(a)}
       WHERE id = ${prev.id} AND version = ${prev.version}
         ${a.idleBefore !== undefined ? sql.fragment`AND state = 'ACTIVE' AND ${lastActivity(sql.fragment`sessions`)} <= ${ts(a.idleBefore)}` : sql.fragment``}
-      RETURNING tenant_id, proxy_number`)) as { tenant_id: string; proxy_number: string } | null
+      RETURNING tenant_id`)) as { tenant_id: string } | null
     if (!row) return rollback('stale')
-    if (swap && isLive(prev.state)) {
-      await tx.query(sql.unsafe`${PREPARE}
-        DELETE FROM session_participants
-        WHERE proxy_number = ${row.proxy_number} AND party_hash = ${swap.oldCustomerHash} AND session_id = ${prev.id}`)
-      const taken = await tx.maybeOneFirst(sql.unsafe`${PREPARE}
-        INSERT INTO session_participants (proxy_number, party_hash, session_id)
-        VALUES (${row.proxy_number}, ${swap.newCustomerHash}, ${prev.id})
-        ON CONFLICT DO NOTHING RETURNING 1`)
-      if (taken === null) return rollback('proxy-conflict')
-    }
     if (a.audit) {
       await tx.query(sql.unsafe`${PREPARE}
         INSERT INTO audit_log (id, tenant_id, action, target_id, data, created_at)
         VALUES (${uuidv7()}, ${row.tenant_id}, ${a.audit.action}, ${prev.id}, ${sql.jsonb(a.audit.data as SerializableValue)}, now())`)
     }
     await insertOutbox(tx, a.events, prev.id)
-    if (isLive(prev.state) && !isLive(next.state)) {
-      await releaseSessions(tx, sql.fragment`gone AS (SELECT id, tenant_id, proxy_number FROM sessions WHERE id = ${prev.id})`)
-    }
+    await releaseSessions(tx, sql.fragment`gone AS (SELECT id, tenant_id, proxy_number FROM sessions WHERE id = ${prev.id})`)
     return 'ok'
   }
-  // Given a pool, on the plain `pg` path with its statements named (sql/direct.ts): a swap, end or
-  // PATCH is five or six statements, and slonik's per-query work and its unnamed statements'
-  // parse and plan made a target swap take ~6 ms of the service's time at p50 (issue 13).
-  const direct = isPool(db) ? directPool(db) : null
+  // Given a pool, on the plain `pg` path with its statements named (sql/direct.ts): an end is five
+  // or six statements, and slonik's per-query work and its unnamed statements' parse and plan made
+  // each take ~6 ms of the service's time at p50 (issue 13).
   return direct ? guard(() => withRetry(() => directTransaction(direct, work))) : transact<Outcome>(db, work)
+}
+
+/** The SET list of updateSession: the engine's new state of the session, and what the change adds. */
+function sessionSet(a: UpdateSessionArgs): FragmentSqlToken {
+  const { next, swap } = a
+  return sql.fragment`
+    state = ${next.state}, direction_mode = ${next.directionMode},
+    grace_period_minutes = ${next.gracePeriodMinutes}, max_duration_minutes = ${next.maxDurationMinutes},
+    recording_enabled = ${next.recordingEnabled}, consent_prompt = ${next.consentPrompt},
+    expires_at = ${ts(next.expiresAt)}, activated_at = ${ts(next.activatedAt)},
+    ended_at = ${tsOrNull(next.endedAt)}, expired_at = ${tsOrNull(next.expiredAt)},
+    metadata = ${a.metadataPatch ? sql.fragment`metadata || ${sql.jsonb(a.metadataPatch as SerializableValue)}` : sql.fragment`metadata`},
+    customer_hash = ${swap ? swap.newCustomerHash : sql.fragment`customer_hash`},
+    customer_phone_enc = ${swap ? sql.binary(swap.newCustomerEnc) : sql.fragment`customer_phone_enc`},
+    inactivity_timeout_minutes = ${next.inactivityTimeoutMinutes ?? null},
+    activity_at = ${a.activityFrom !== undefined ? ts(a.activityFrom) : sql.fragment`activity_at`},
+    version = ${next.version}`
+}
+
+/**
+ * A change that keeps the session live, as one statement: `cur` locks the row if it is still at
+ * `prev.version` (READ COMMITTED re-checks the version on the newest row); a swap then claims the
+ * new customer on the proxy, and everything else happens only if it did, so a 'proxy-conflict'
+ * changes nothing. found = 0: stale; written = 0: the claim failed.
+ */
+function changeStatement(a: UpdateSessionArgs) {
+  const { prev, swap } = a
+  const claim = swap !== undefined && isLive(prev.state)
+  const gate = claim ? sql.fragment`AND EXISTS (SELECT FROM ins)` : sql.fragment``
+  return sql.unsafe`${PREPARE}
+    WITH cur AS MATERIALIZED (
+      SELECT id, proxy_number FROM sessions
+      WHERE id = ${prev.id} AND version = ${prev.version}
+        ${a.idleBefore !== undefined ? sql.fragment`AND state = 'ACTIVE' AND ${lastActivity(sql.fragment`sessions`)} <= ${ts(a.idleBefore)}` : sql.fragment``}
+      FOR NO KEY UPDATE),
+    ${claim ? sql.fragment`
+    ins AS (
+      INSERT INTO session_participants (proxy_number, party_hash, session_id)
+      SELECT proxy_number, ${swap.newCustomerHash}, id FROM cur
+      ON CONFLICT DO NOTHING RETURNING 1),
+    del AS (
+      DELETE FROM session_participants p USING cur
+      WHERE p.proxy_number = cur.proxy_number AND p.party_hash = ${swap.oldCustomerHash} AND p.session_id = cur.id ${gate}),` : sql.fragment``}
+    upd AS (
+      UPDATE sessions SET ${sessionSet(a)}
+      WHERE id = (SELECT id FROM cur) ${gate}
+      RETURNING id, tenant_id)
+    ${a.audit ? sql.fragment`, aud AS (
+      INSERT INTO audit_log (id, tenant_id, action, target_id, data, created_at)
+      SELECT ${uuidv7()}, tenant_id, ${a.audit.action}, id, ${sql.jsonb(a.audit.data as SerializableValue)}, now() FROM upd)` : sql.fragment``}
+    ${a.events.length > 0 ? sql.fragment`, ob AS (${outboxInsertFrom(sql.fragment`
+      SELECT x FROM jsonb_array_elements(${jsonb(a.events)}) AS x WHERE EXISTS (SELECT FROM upd)`, prev.id)})` : sql.fragment``}
+    SELECT (SELECT count(*) FROM cur)::int AS found, (SELECT count(*) FROM upd)::int AS written`
 }
 
 /**

@@ -14,6 +14,8 @@ const a = JSON.parse(process.argv[2] ?? '{}') as Args
 
 const sentAt = new Map<string, number>()
 const latencies: number[] = []
+/** Per swap: its first and its last frame (the spread is this process reading 1,000 sockets). */
+const firstLast = new Map<string, { first: number; last: number }>()
 let delivered = 0
 const clients: WsClient[] = []
 const ID_RE = /"sessionId":"([0-9a-f-]{36})"/
@@ -27,7 +29,11 @@ for (let i = 0; i < a.sockets; i += 50) {
       const id = ID_RE.exec(text)?.[1]
       const at = id === undefined ? undefined : sentAt.get(id)
       if (at === undefined) return
-      latencies.push(performance.now() - at)
+      const ms = performance.now() - at
+      latencies.push(ms)
+      const fl = firstLast.get(id!)
+      if (fl === undefined) firstLast.set(id!, { first: ms, last: ms })
+      else fl.last = ms
       delivered++
     }
     clients.push(c)
@@ -69,11 +75,15 @@ lag.disable()
 for (const c of clients) c.socket.destroy()
 latencies.sort((x, y) => x - y)
 answers.sort((x, y) => x - y)
+const firsts = [...firstLast.values()].map(v => v.first).sort((x, y) => x - y)
+const spreads = [...firstLast.values()].map(v => v.last - v.first).sort((x, y) => x - y)
 const q = (s: number[], p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? Number.NaN
 console.log('FANJSON ' + JSON.stringify({
   sockets: clients.length, swaps: ok + failed, swapsOk: ok, expected, delivered,
   latencyMs: { p50: q(latencies, 0.5), p90: q(latencies, 0.9), p99: q(latencies, 0.99), p999: q(latencies, 0.999) },
   swapAnswerMs: { p50: q(answers, 0.5), p99: q(answers, 0.99) },
+  firstFrameMs: { p50: q(firsts, 0.5), p99: q(firsts, 0.99) },
+  spreadMs: { p50: q(spreads, 0.5), p99: q(spreads, 0.99) },
   clientLagMs: { p99: lag.percentile(99) / 1e6, max: lag.max / 1e6 },
 }))
 process.exit(0)

@@ -13,6 +13,8 @@ interface FanResult {
   sockets: number; swaps: number; swapsOk: number; expected: number; delivered: number
   latencyMs: { p50: number; p90: number; p99: number; p999: number }
   swapAnswerMs: { p50: number; p99: number }
+  firstFrameMs: { p50: number; p99: number }
+  spreadMs: { p50: number; p99: number }
   clientLagMs: { p99: number; max: number }
 }
 
@@ -38,7 +40,14 @@ export async function fanoutScenario(ctx: Ctx, svc: Service, tokens: readonly st
   r.figure('fanout.swap_to_ws.p50', j.latencyMs.p50 * 1000, 'us')
   r.figure('fanout.swap_to_ws.p99', j.latencyMs.p99 * 1000, 'us')
   r.figure('fanout.delivered_share', j.expected ? j.delivered / j.expected : 0, 'ratio')
+  r.figure('fanout.swap_answer.p50', j.swapAnswerMs.p50 * 1000, 'us')
   r.figure('fanout.swap_answer.p99', j.swapAnswerMs.p99 * 1000, 'us')
+  // Where swap → frame goes: the first socket's frame (the service's part) and first → last frame
+  // of the same swap (mostly this one client process reading 1,000 sockets in turn).
+  r.figure('fanout.first_frame.p50', j.firstFrameMs.p50 * 1000, 'us')
+  r.figure('fanout.first_frame.p99', j.firstFrameMs.p99 * 1000, 'us')
+  r.figure('fanout.first_to_last.p50', j.spreadMs.p50 * 1000, 'us')
+  r.figure('fanout.first_to_last.p99', j.spreadMs.p99 * 1000, 'us')
   r.latency({ label: `target swap → WebSocket (${j.sockets} sockets)`, p50: j.latencyMs.p50 * 1000, p90: j.latencyMs.p90 * 1000, p99: j.latencyMs.p99 * 1000, p999: j.latencyMs.p999 * 1000 })
   if (j.clientLagMs.p99 > 10) {
     r.note(`fanout: the client process itself lagged (event-loop delay p99 ${j.clientLagMs.p99.toFixed(1)} ms, max ${j.clientLagMs.max.toFixed(1)} ms): ` +
