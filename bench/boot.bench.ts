@@ -2,13 +2,15 @@
 // actor, the proxy index and the pool from Postgres, arm the timers, and expire at once what fell
 // due while it was down?
 //
-//   node --import tsx bench/boot.bench.ts [--sessions N] [--expired M] [--smoke]
+//   node --import tsx bench/boot.bench.ts [--sessions N] [--expired M] [--calls K] [--smoke]
 //
 // N live sessions (default 100,000; --smoke 5,000) are written through bulkInsertSessions
 // (sql/sessions.ts, via bench/lib/population.ts: 10 sessions per proxy number, tenants of 4,000
 // sessions on ENTERPRISE) into a fresh database: next to DATABASE_URL when it is set, else an
 // embedded PGlite in a temporary DATA_DIR. M more sessions (default 0) are written already past
-// their deadline, so the boot has them to expire. Then the service is started as `npm start`
+// their deadline, so the boot has them to expire. --calls K gives every live session K call
+// records (then VACUUM ANALYZE, as autovacuum would have run by then): spec 2.2 callCount and
+// lastCallAt are counted from them at boot (migration 011). Then the service is started as `npm start`
 // does (`node --import tsx gateway/main.ts` with `npm start`'s Node flags, configured through its
 // environment only) and timed to its "listening" log line, which carries startService's own figure (bootMs: database, rebuild,
 // boot expiry, listen), and to its 'boot' line (the phases before listening: database, tenants and
@@ -38,11 +40,12 @@ function option(name: string): number | undefined {
   return v
 }
 for (const a of args) {
-  if (a.startsWith('--') && !['--smoke', '--sessions', '--expired'].includes(a)) throw new Error(`unknown option ${a} (known: --sessions N, --expired M, --smoke)`)
+  if (a.startsWith('--') && !['--smoke', '--sessions', '--expired', '--calls'].includes(a)) throw new Error(`unknown option ${a} (known: --sessions N, --expired M, --calls K, --smoke)`)
 }
 const smoke = args.includes('--smoke')
 const N = option('--sessions') ?? (smoke ? 5_000 : 100_000)
 const EXPIRED = option('--expired') ?? 0
+const CALLS = option('--calls') ?? 0
 const SESSIONS_PER_TENANT = 4_000
 const CONFIG_VARS = new Set(Object.keys(EnvSchema.properties))
 const MAIN = fileURLToPath(new URL('../gateway/main.ts', import.meta.url))
@@ -104,7 +107,7 @@ async function main() {
     sessions: N, proxies: Math.max(proxiesFor(N + EXPIRED), 1), tenants: Math.max(1, Math.ceil((N + EXPIRED) / SESSIONS_PER_TENANT)), exchangeKeys: 0,
   }
   const db = await createBenchDatabase(process.env.DATABASE_URL || undefined)
-  note(`${db.label}; ${N.toLocaleString('en')} live sessions${EXPIRED ? ` + ${EXPIRED.toLocaleString('en')} due` : ''} on ${pop.proxies.toLocaleString('en')} numbers, ${pop.tenants} tenants`)
+  note(`${db.label}; ${N.toLocaleString('en')} live sessions${EXPIRED ? ` + ${EXPIRED.toLocaleString('en')} due` : ''}${CALLS ? `, ${CALLS} call records each` : ''} on ${pop.proxies.toLocaleString('en')} numbers, ${pop.tenants} tenants`)
   const phoneKey = randomBytes(32)
   let child: ReturnType<typeof startChild> | null = null
   try {
@@ -114,6 +117,16 @@ async function main() {
     try {
       const loaded = await loadPopulation(conn.pool, pop, phoneKey, note)
       await writeExpired(conn.pool, pop, phoneKey)
+      if (CALLS > 0) {
+        const t1 = Date.now()
+        await conn.pool.query(sql.unsafe`
+          INSERT INTO call_records (id, session_id, tenant_id, provider_call_id, status, direction, duration_seconds, initiated_at, party_b_hash)
+          SELECT gen_random_uuid(), s.id, s.tenant_id, 'boot-' || s.id || '-' || k, 'COMPLETED', 'A_TO_B', 60,
+                 s.created_at + make_interval(mins => k), 'h'
+          FROM sessions s CROSS JOIN generate_series(1, ${CALLS}) k`)
+        await conn.pool.query(sql.unsafe`VACUUM ANALYZE call_records`)
+        note(`${(N * CALLS).toLocaleString('en')} call records written in ${Date.now() - t1} ms`)
+      }
       const live = await conn.pool.oneFirst(sql.unsafe`SELECT count(*) FROM sessions WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD')`)
       if (live !== N + EXPIRED) throw new Error(`population: ${live} live sessions written, expected ${N + EXPIRED}`)
       await conn.pool.query(sql.unsafe`CHECKPOINT`)

@@ -1,6 +1,7 @@
 // Postgres work per recorded call (issue 12): the real statement of sql/record-apply.ts that the
-// record writer sends for a batch of new calls (call rows, their call.incoming outbox rows, one
-// call_count update per session), timed on a scratch database next to DATABASE_URL, once on the
+// record writer sends for a batch of new calls (call rows and their call.incoming outbox rows;
+// before migration 011 also one call_count update per session), timed on a scratch database next
+// to DATABASE_URL, once on the
 // schema before migration 005 and once on the schema after it.
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/pg-call-insert.bench.ts \

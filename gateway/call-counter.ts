@@ -1,7 +1,7 @@
 // spec 2.2 callCount / lastCallAt of live sessions, exact in memory while the call records are still
 // being written behind (issue 13: GET /v1/sessions/:id answers from memory).
 //
-// Postgres counts a call when its record is inserted (sql/record-apply.ts insertCalls: a replayed
+// Postgres counts a call by its record (sql/call-count.ts; sql/record-apply.ts insertCalls: a replayed
 // CallSid inserts nothing). This node counts a call it routes at once (noteCall), and takes it back
 // if the record turns out not to be inserted. The record writer announces the call.incoming event
 // of every record it inserted, synchronously before it settles the operations (sql/record-writer.ts

@@ -255,8 +255,8 @@ function stateOf(r: CallInsert): CallState {
 
 /**
  * New call records with their events in one statement; returns provider call id → stored id (the
- * new row's, or the existing one's on a replayed CallSid). spec 2.2 callCount/lastCallAt move in
- * the same statement, once per session per batch, and only for rows it inserted.
+ * new row's, or the existing one's on a replayed CallSid). spec 2.2 callCount/lastCallAt are
+ * counted from these rows (sql/call-count.ts): the sessions' rows are not touched.
  */
 async function insertCalls(tx: Queries, calls: ReadonlyArray<{ row: CallInsert; events: readonly EventEnvelope[] }>): Promise<Map<string, string>> {
   const rows = calls.map(({ row: r }) => ({
@@ -277,16 +277,7 @@ async function insertCalls(tx: Queries, calls: ReadonlyArray<{ row: CallInsert; 
         initiated_at timestamptz, answered_at timestamptz, ended_at timestamptz, recording_consent_played boolean, party_b_hash text)
       ${SESSION_CHECK('call_records')}
       ON CONFLICT (provider_call_id) DO NOTHING
-      RETURNING provider_call_id, id, session_id, initiated_at),
-    -- The sessions' rows are locked in id order, as the expiry sweep locks them (sql/sessions.ts):
-    -- a batch of several sessions' calls never deadlocks with it.
-    locked AS MATERIALIZED (
-      SELECT id FROM sessions WHERE id IN (SELECT session_id FROM ins) ORDER BY id FOR NO KEY UPDATE),
-    counted AS (
-      UPDATE sessions s SET call_count = s.call_count + c.n, last_call_at = GREATEST(s.last_call_at, c.at)
-      FROM (SELECT session_id, count(*)::int AS n, max(initiated_at) AS at FROM ins GROUP BY session_id) c
-      JOIN locked l ON l.id = c.session_id
-      WHERE s.id = c.session_id)
+      RETURNING provider_call_id, id)
     ${events.length > 0 ? sql.fragment`, outbox_ins AS (${outboxInsertFrom(sql.fragment`
       SELECT e.env AS x FROM jsonb_to_recordset(${jsonb(events)}) AS e(call_id uuid, env jsonb)
       WHERE e.call_id IN (SELECT id FROM ins)`)})` : sql.fragment``}

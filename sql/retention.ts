@@ -28,18 +28,30 @@ export async function purgeOldRecords(db: Db, days: number): Promise<{ calls: nu
   // `id = ANY(ARRAY(…))`: the batch's ids are deleted through the primary key; `id IN (…)` let
   // the planner hash them and scan the whole table instead.
   return guard(async () => {
-    const purge = async (table: 'call_records' | 'sms_records', old: ReturnType<typeof sql.fragment>) => {
+    const purge = async (batch: ReturnType<typeof sql.unsafe>) => {
       let total = 0
       for (;;) {
-        const n = (await db.oneFirst(sql.unsafe`
-          WITH d AS (DELETE FROM ${sql.identifier([table])} WHERE id = ANY(ARRAY(${old})) RETURNING 1)
-          SELECT count(*) FROM d`)) as number
+        const n = (await db.oneFirst(batch)) as number
         total += n
         if (n < BATCH) return total
       }
     }
-    const calls = await purge('call_records', oldCalls)
-    const sms = await purge('sms_records', oldSms)
+    // spec 2.2 callCount / lastCallAt count purged calls too (migration 011): the statement that
+    // deletes records adds them to their sessions' purged_calls / purged_last_call_at, so a reader
+    // sees either the records or the sum. Rows locked in id order, as the expiry sweep locks them.
+    const calls = await purge(sql.unsafe`
+      WITH d AS (DELETE FROM call_records WHERE id = ANY(ARRAY(${oldCalls})) RETURNING session_id, initiated_at),
+      locked AS MATERIALIZED (
+        SELECT id FROM sessions WHERE id IN (SELECT session_id FROM d) ORDER BY id FOR NO KEY UPDATE),
+      kept AS (
+        UPDATE sessions s SET purged_calls = s.purged_calls + x.n, purged_last_call_at = GREATEST(s.purged_last_call_at, x.at)
+        FROM (SELECT session_id, count(*)::int AS n, max(initiated_at) AS at FROM d GROUP BY session_id) x
+        JOIN locked l ON l.id = x.session_id
+        WHERE s.id = x.session_id)
+      SELECT count(*) FROM d`)
+    const sms = await purge(sql.unsafe`
+      WITH d AS (DELETE FROM sms_records WHERE id = ANY(ARRAY(${oldSms})) RETURNING 1)
+      SELECT count(*) FROM d`)
     const idempotencyKeys = (await db.oneFirst(sql.unsafe`
       WITH d AS (DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours' RETURNING 1)
       SELECT count(*) FROM d`)) as number

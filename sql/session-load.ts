@@ -5,6 +5,7 @@ import pg from 'pg'
 import { sql, type DatabasePool } from 'slonik'
 import { ALL_CHANNELS, type E164, type SessionId, type SessionRecord, type TenantId, type TenantRouting } from '../engine/types.js'
 import type { SessionExtras } from '../engine/index.js'
+import { callColumns, callsJoin } from './call-count.js'
 import { isUuid } from './cursor.js'
 import { guard, StoreError, toStoreError } from './errors.js'
 import type { Db } from './transaction.js'
@@ -73,7 +74,7 @@ export async function getLiveSessionState(db: Db, id: string, cipher: SessionCip
   if (!isUuid(id)) return null
   return guard(async () => {
     const row = (await db.maybeOne(sql.unsafe`
-      SELECT ${RECORD_COLUMNS}, metadata::text AS metadata_json, call_count, last_call_at FROM sessions WHERE id = ${id}`,
+      SELECT ${RECORD_COLUMNS}, metadata::text AS metadata_json, ${callColumns()} FROM sessions WHERE id = ${id}`,
     )) as (RecordRow & { metadata_json: string; call_count: number; last_call_at: number | null }) | null
     return row && { rec: toRecord(row, cipher), extras: { metadataJson: row.metadata_json, callCount: row.call_count, lastCallAt: row.last_call_at } }
   })
@@ -83,6 +84,9 @@ export async function getLiveSessionState(db: Db, id: string, cipher: SessionCip
  * memory): metadata::text (the jsonb's own text, its key order, not parsed), the call counters. */
 export type LiveExtra = SessionExtras
 
+/** callsJoin as text (no parameters in it), for the COPY's own text. */
+const CALLS_JOIN = callsJoin().sql
+
 // Boot reads every live session with COPY … TO STDOUT (FORMAT binary), on a connection of its own
 // beside the pool (slonik has no COPY; pg hands each CopyData message to the active query object,
 // which is all a COPY needs):
@@ -90,16 +94,18 @@ export type LiveExtra = SessionExtras
 //   pages of 10,000 whose plans cost Postgres ~150 s at a million sessions;
 // - binary tuples decoded in place: no row objects, type parsers or promise per row; timestamps
 //   are int64 µs since 2000, text comes as its bytes;
-// - the two numbers of a batch decrypted in one call of the cipher's bulk path.
+// - the two numbers of a batch decrypted in one call of the cipher's bulk path;
+// - callCount / lastCallAt counted from the session's call records, one index-only probe per row
+//   (migration 011; `sessions.ctid` qualified because of that join).
 // Memory stays bounded: tuples are decoded as pg hands them over (the socket is read no faster),
 // and only a batch at a time exists as records. Batches are small (1,024) so records die young:
 // a batch of 8,192 lived through scavenges, and copying it cost ~1.5 s of GC at a million.
 const liveCopy = (fromPage: number, toPage: number | null) => `COPY (
   SELECT id::text, tenant_id::text, proxy_number, state, direction_mode, grace_period_minutes, max_duration_minutes,
          recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc, created_at, activated_at, expires_at,
-         ended_at, expired_at, version, metadata::text, call_count, last_call_at, channels, inactivity_timeout_minutes
-  FROM sessions WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD')
-    AND ctid >= '(${fromPage},0)'::tid${toPage === null ? '' : ` AND ctid < '(${toPage},0)'::tid`}
+         ended_at, expired_at, version, metadata::text, calls.call_count, calls.last_call_at, channels, inactivity_timeout_minutes
+  FROM sessions ${CALLS_JOIN} WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD')
+    AND sessions.ctid >= '(${fromPage},0)'::tid${toPage === null ? '' : ` AND sessions.ctid < '(${toPage},0)'::tid`}
 ) TO STDOUT (FORMAT binary)`
 /**
  * Table pages per COPY (32 MB, ~100,000 sessions), each a TID range scan (Postgres 14+), all in one REPEATABLE
@@ -466,7 +472,7 @@ export async function getLiveSessionStates(db: Db, ids: readonly string[], ciphe
   if (valid.length === 0) return []
   return guard(async () => {
     const rows = (await db.any(sql.unsafe`
-      SELECT ${RECORD_COLUMNS}, metadata::text AS metadata_json, call_count, last_call_at FROM sessions
+      SELECT ${RECORD_COLUMNS}, metadata::text AS metadata_json, ${callColumns()} FROM sessions
       WHERE id = ANY(${sql.array(valid, 'uuid')})`,
     )) as readonly (RecordRow & { metadata_json: string; call_count: number; last_call_at: number | null })[]
     return rows.map(row => ({ rec: toRecord(row, cipher), extras: { metadataJson: row.metadata_json, callCount: row.call_count, lastCallAt: row.last_call_at } }))

@@ -10,6 +10,7 @@ import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
 import { ALL_CHANNELS, LIVE_STATES, type SessionRecord, type SessionState } from '../engine/types.js'
 import { ensurePeriod, monthStart, numberRentalKey } from './billing.js'
+import { callColumns, lastCallAt } from './call-count.js'
 import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
 import { guard, sqlStateOf, StoreError, withRetry } from './errors.js'
 import { insertOutbox, outboxInsertFrom } from './outbox.js'
@@ -295,7 +296,7 @@ export interface UpdateSessionArgs {
   activityFrom?: number
   /**
    * Issue #16: an inactivity end. Written only if the session is still ACTIVE and had no call or
-   * SMS (on any node: the store's last_call_at and sms_records) and no restart after this time;
+   * SMS (on any node: the store's call_records and sms_records) and no restart after this time;
    * otherwise 'stale', as for a version that moved.
    */
   idleBefore?: number
@@ -308,7 +309,7 @@ export interface UpdateSessionArgs {
  * Leaving the live states releases the session's participants, quota and proxy.
  */
 export async function updateSession(db: Db, a: UpdateSessionArgs): Promise<'ok' | 'stale' | 'proxy-conflict'> {
-  const { prev, next, swap } = a
+  const { prev, next } = a
   const direct = isPool(db) ? directPool(db) : null
   if (!(isLive(prev.state) && !isLive(next.state))) {
     // No release: one statement, committed on its own (issue 13: a target swap was five statements
@@ -395,11 +396,11 @@ function changeStatement(a: UpdateSessionArgs) {
 
 /**
  * Issue #16: a session's last activity as the store knows it: the start of its inactivity clock
- * (creation, or the PATCH that set the timeout), its last call (last_call_at, set with each call
- * record on whatever node routed it) and its last SMS (one probe of sms_records_session_sent).
+ * (creation, or the PATCH that set the timeout), its last call (its call records, written by
+ * whatever node routed it) and its last SMS (one probe of sms_records_session_sent).
  */
 function lastActivity(s: FragmentSqlToken) {
-  return sql.fragment`GREATEST(COALESCE(${s}.activity_at, ${s}.created_at), ${s}.last_call_at,
+  return sql.fragment`GREATEST(COALESCE(${s}.activity_at, ${s}.created_at), ${lastCallAt(s)},
     (SELECT max(sr.sent_at) FROM sms_records sr WHERE sr.session_id = ${s}.id))`
 }
 
@@ -593,7 +594,7 @@ export interface SessionView {
 
 const VIEW_COLUMNS = sql.fragment`
   id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes, max_duration_minutes,
-  recording_enabled, consent_prompt, expires_at, created_at, activated_at, ended_at, expired_at, call_count, last_call_at,
+  recording_enabled, consent_prompt, expires_at, created_at, activated_at, ended_at, expired_at, ${callColumns()},
   channels, inactivity_timeout_minutes`
 
 interface ViewRow {

@@ -37,11 +37,11 @@ t.test('the watermark sees every version change and nothing else', async t => {
   t.match(r1.changes[0], { id: a.id, version: 1, state: 'ACTIVE' })
   t.ok(BigInt(r1.next) > BigInt(await xidOf(a.id)), 'the next watermark is past the committed create')
 
-  // The call-count bump of a routed call (sql/record-apply.ts) does not move the marker (and so
-  // stays a HOT update: no indexed column changes).
+  // The retention purge's count of purged calls (sql/retention.ts, migration 011) does not move
+  // the marker: it changes no version.
   const created = await xidOf(a.id)
-  await db.pool.query(sql.unsafe`UPDATE sessions SET call_count = call_count + 1, last_call_at = now() WHERE id = ${a.id}`)
-  t.equal(await xidOf(a.id), created, 'a call-count bump leaves the marker alone')
+  await db.pool.query(sql.unsafe`UPDATE sessions SET purged_calls = purged_calls + 1, purged_last_call_at = now() WHERE id = ${a.id}`)
+  t.equal(await xidOf(a.id), created, 'a purged-calls bump leaves the marker alone')
 
   const ended: SessionRecord = { ...a, state: 'GRACE_PERIOD', endedAt: T0 + MINUTE, expiresAt: T0 + 2 * MINUTE, version: 2 }
   t.equal(await updateSession(db.pool, { prev: a, next: ended, events: [] }), 'ok')

@@ -12,7 +12,7 @@
 //   issued before the crash still work (the secrets survived);
 // - session.created / session.activated exist once per committed session, session.expired once
 //   per expired one, with the envelope production writes;
-// - a call record and its session's call_count go together (after the crash), and a graceful
+// - a call record and its session's callCount go together (after the crash), and a graceful
 //   stop loses neither, even with every record still queued and calls in flight at SIGTERM (a
 //   third start on the same data, committing records hourly).
 import t from 'tap'
@@ -271,10 +271,10 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
   }
   t.same(resolution, [], 'each operation in flight at the kill is wholly applied or not at all')
   // Calls answered during the load: their records are written behind the answer, so the kill may
-  // lose some, but a call record and its session's call_count go together.
+  // lose some, but a call record and its session's callCount go together.
   const drift = [...snap.sessions.values()].filter(x => x.callCount !== (snap.callRecords.get(x.id) ?? 0))
-  t.same(drift.slice(0, 10).map(x => `${x.id}: call_count ${x.callCount}, ${snap.callRecords.get(x.id) ?? 0} call records`), [],
-    `after the crash: call_count equals the call records of each session (${drift.length} sessions differ)`)
+  t.same(drift.slice(0, 10).map(x => `${x.id}: callCount ${x.callCount}, ${snap.callRecords.get(x.id) ?? 0} call records`), [],
+    `after the crash: callCount equals the call records of each session (${drift.length} sessions differ)`)
   const all = tenants.flatMap(tn => tn.sessions)
   const appliedInFlight = all.filter(s => !s.acked).length
   t.comment(`in flight at the kill: ${unacked.filter(o => o.kind === 'create').length} creates (${appliedInFlight} committed), ` +
@@ -327,7 +327,7 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
 
   // Voice routing for every party of every session.
   const calls = all.flatMap(s => [s.agent, s.customer, ...s.previous].map(from => ({ s, from })))
-  /** Calls the restarted child connected, per session: each must leave a call record and a +1 call_count. */
+  /** Calls the restarted child connected, per session: each must leave a call record and a +1 callCount. */
   const connected = new Map<string, string[]>()
   const routeProblems = (await mapLimit(calls, 8, async ({ s, from }) => {
     const want = expectedRoute(s, from)
@@ -411,9 +411,9 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
     const want = snap.callRecords.get(id) ?? 0
     const got = snap.sessions.get(id)?.callCount
     const least = (crashCounts.get(id) ?? 0) + list.length
-    return got === want && want >= least ? [] : [`${id}: call_count ${got}, ${want} records, at least ${least} calls`]
+    return got === want && want >= least ? [] : [`${id}: callCount ${got}, ${want} records, at least ${least} calls`]
   })
-  t.same(countProblems.slice(0, 10), [], `call_count counts every call connected after the restart (${countProblems.length} sessions off)`)
+  t.same(countProblems.slice(0, 10), [], `callCount counts every call connected after the restart (${countProblems.length} sessions off)`)
 
   // The session.expired envelopes as production writes them (issue 14: the expiry path once built
   // its own, and only a generic count noticed): one per expired session of the model, whether the

@@ -4,6 +4,7 @@
 import { sql, type DatabasePool } from 'slonik'
 import type { CallbackDriver } from '../support/callback-driver.js'
 import { request } from '../support/child-service.js'
+import { callColumns } from '../../sql/call-count.js'
 
 export const LIVE = new Set(['PENDING', 'ACTIVE', 'GRACE_PERIOD'])
 
@@ -52,7 +53,7 @@ export async function snapshot(pool: DatabasePool): Promise<Snapshot> {
     const dbNow = await tx.oneFirst(sql.unsafe`SELECT now()`) as number
     const sessions = new Map<string, SessionRow>()
     for (const r of await tx.any(sql.unsafe`
-      SELECT id, tenant_id, proxy_number, state, agent_hash, customer_hash, version, expires_at, ended_at, expired_at, grace_period_minutes, call_count
+      SELECT id, tenant_id, proxy_number, state, agent_hash, customer_hash, version, expires_at, ended_at, expired_at, grace_period_minutes, ${callColumns()}
       FROM sessions`) as readonly Record<string, any>[]) {
       sessions.set(r['id'], {
         id: r['id'], tenantId: r['tenant_id'], proxy: r['proxy_number'], state: r['state'], agentHash: r['agent_hash'],
@@ -385,7 +386,7 @@ export interface CallFacts {
   ended: Map<string, Array<Record<string, unknown>>>
   /** callId → billing rows with dedupe_key `call_minute:<callId>` (quantities). */
   minutes: Map<string, number[]>
-  /** session id → call records, and sessions.call_count. */
+  /** session id → call records, and the callCount the store reports (sql/call-count.ts). */
   sessions: Map<string, { records: number; callCount: number }>
 }
 
@@ -417,7 +418,7 @@ export async function callFacts(pool: DatabasePool, callIds: readonly string[], 
   }
   const sessions = new Map<string, { records: number; callCount: number }>()
   for (const r of await pool.any(sql.unsafe`
-    SELECT s.id, s.call_count, (SELECT count(*) FROM call_records c WHERE c.session_id = s.id)::int AS records
+    SELECT s.id, ${callColumns(sql.fragment`s`)}, (SELECT count(*) FROM call_records c WHERE c.session_id = s.id)::int AS records
     FROM sessions s WHERE s.id = ANY(${sql.array([...sessionIds], 'uuid')})`) as readonly Record<string, any>[]) {
     sessions.set(r['id'], { records: Number(r['records']), callCount: Number(r['call_count']) })
   }
@@ -429,7 +430,7 @@ export async function callFacts(pool: DatabasePool, callIds: readonly string[], 
  * sent; exactly one of each of `events` (for all calls, or per call), no other event (call.ended
  * saying COMPLETED and that duration); one
  * call_minute row of ceil(duration / 60); each session holds exactly its calls' records and its
- * call_count says so. One line per problem, grouped by kind, the first few examples each.
+ * callCount says so. One line per problem, grouped by kind, the first few examples each.
  */
 export function callProblems(f: CallFacts, calls: readonly WalkedCall[], events: readonly string[] | ((c: WalkedCall) => readonly string[])): string[] {
   const kinds = new Map<string, string[]>()
@@ -464,7 +465,7 @@ export function callProblems(f: CallFacts, calls: readonly WalkedCall[], events:
     const s = f.sessions.get(id)
     if (!s) { add('session missing', id); continue }
     if (s.records !== n) add('session holds another number of call records than calls were made', `${id}: ${s.records} records, ${n} calls`)
-    if (s.callCount !== s.records) add('sessions.call_count differs from its call records', `${id}: call_count ${s.callCount}, ${s.records} records`)
+    if (s.callCount !== s.records) add('the stored callCount differs from its call records', `${id}: callCount ${s.callCount}, ${s.records} records`)
   }
   return [...kinds].map(([kind, ex]) => `${ex.length} × ${kind}: ${ex.slice(0, 4).join('; ')}${ex.length > 4 ? ' …' : ''}`)
 }

@@ -11,7 +11,7 @@
 //   never silence), and every 201 is in the database;
 // - once Postgres is back (polled, up to 30 s) every call has exactly one record, COMPLETED with
 //   the duration sent, exactly one call.incoming, call.answered and call.ended in the outbox,
-//   exactly one call_minute usage row (`call_minute:<callId>`), and each session's call_count
+//   exactly one call_minute usage row (`call_minute:<callId>`), and each session's callCount
 //   equals its call records.
 import t from 'tap'
 import { sql } from 'slonik'
@@ -180,6 +180,6 @@ if (!testDatabaseUrl()) {
     const sessionIds = sessions.map(s => s.id)
     const settled = await eventually(async () => callProblems(await callFacts(db.pool, ids, sessionIds), calls, ['call.incoming', 'call.answered', 'call.ended']), p => p.length === 0)
     t.comment(`records ${settled.ok ? 'settled' : 'still incomplete'} ${settled.ms} ms after the load ended`)
-    t.same(settled.value, [], `each of the ${calls.length} calls: one COMPLETED record with its duration, one call.incoming / call.answered / call.ended, one call_minute; call_count = records`)
+    t.same(settled.value, [], `each of the ${calls.length} calls: one COMPLETED record with its duration, one call.incoming / call.answered / call.ended, one call_minute; callCount = records`)
   })
 }

@@ -10,7 +10,7 @@
 // (/voice/dial-status?callId=, the inbound CallSid, From = caller, To = proxy, completed with
 // DialCallDuration). Afterwards every call has exactly one record, COMPLETED with that duration,
 // exactly one call.incoming, call.answered and call.ended, exactly one call_minute usage row, and
-// every session's call_count counts its records: a record lost in the crash window is rebuilt,
+// every session's callCount counts its records: a record lost in the crash window is rebuilt,
 // one that survived is not written twice.
 // Twice: with DATA_DIR as the kill left it (the write-behind journal, DATA_DIR/journal, may hold
 // the answered calls), and with that journal removed before the restart — the crash came before
@@ -159,5 +159,5 @@ for (const journal of ['kept', 'lost'] as const) t.test(`SIGKILL right after N a
       await db.close()
     }
   }
-  t.same(problems, [], `each of the ${calls.length} calls: one COMPLETED record with its duration, one call.incoming / call.answered (${calls.filter(c => c.dialOnly).length} Dial-action-only calls: none) / call.ended, one call_minute; call_count = records`)
+  t.same(problems, [], `each of the ${calls.length} calls: one COMPLETED record with its duration, one call.incoming / call.answered (${calls.filter(c => c.dialOnly).length} Dial-action-only calls: none) / call.ended, one call_minute; callCount = records`)
 })

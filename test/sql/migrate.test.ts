@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { sql } from 'slonik'
 import { migrate, readMigrations, splitSqlStatements } from '../../sql/migrate.js'
+import { getSession } from '../../sql/sessions.js'
 import { testDatabase } from '../support/db.js'
 
 // One name a line: migrations added side by side (issue #16: 007 and 008) touch separate lines.
@@ -19,6 +20,7 @@ const SHIPPED = [
   '008_session_options.sql',
   '009_pool_alerts.sql',
   '010_outbox_without_tenant_key.sql',
+  '011_call_count_from_records.sql',
 ]
 
 t.test('splitSqlStatements respects quotes, dollar quotes and comments', async t => {
@@ -79,4 +81,39 @@ t.test('005, 010: the write-hot tables carry no foreign keys, call_records one t
     .then(() => null, (e: unknown) => e as { cause?: { code?: string; message?: string } })
   t.equal(err?.cause?.code, '23503')
   t.match(err?.cause?.message, /call_records refused: no session 0190b000-0000-7000-8000-000000000001 of this tenant/)
+})
+
+t.test('011: counts kept before it stay exact, purged calls included', async t => {
+  const db = await testDatabase(t)
+  await db.pool.query(sql.unsafe`DROP SCHEMA public CASCADE`)
+  await db.pool.query(sql.unsafe`CREATE SCHEMA public`)
+  const dir = mkdtempSync(join(tmpdir(), 'maskline-migrations-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  for (const f of readMigrations().filter(f => f.version < '011')) writeFileSync(join(dir, f.name), f.text)
+  await migrate(db.pool, dir)
+  const tenant = '0190a000-0000-7000-8000-000000000001'
+  const session = (i: number) => `0190b000-0000-7000-8000-00000000000${i}`
+  await db.pool.query(sql.unsafe`INSERT INTO tenants (id, name, salt) VALUES (${tenant}, 'm011', '\\x00'::bytea)`)
+  await db.pool.query(sql.unsafe`INSERT INTO proxy_numbers (number, region, tenant_id) VALUES ('+15550000001', 'US', ${tenant})`)
+  // Before 011 every call bumped call_count / last_call_at with its record: session 1 had five
+  // calls of which the purge deleted three records, session 2 two calls and both records, 3 none.
+  for (const [i, count, last] of [[1, 5, '2026-01-03 10:00:00+00'], [2, 2, '2026-01-02 10:00:00+00'], [3, 0, null]] as const) {
+    await db.pool.query(sql.unsafe`
+      INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, grace_period_minutes, max_duration_minutes,
+        recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc, agent_hash, customer_hash, expires_at, created_at,
+        activated_at, call_count, last_call_at)
+      VALUES (${session(i)}, ${tenant}, '+15550000001', 'EXPIRED', 'BIDIRECTIONAL', 15, 1440, false, 'DEFAULT', '\\x00'::bytea,
+        '\\x00'::bytea, ${`a${i}`}, ${`c${i}`}, now(), now(), now(), ${count}, ${last}::timestamptz)`)
+  }
+  for (const [i, k, at] of [[1, 1, '2026-01-02 09:00:00+00'], [1, 2, '2026-01-03 10:00:00+00'], [2, 1, '2026-01-01 10:00:00+00'], [2, 2, '2026-01-02 10:00:00+00']] as const) {
+    await db.pool.query(sql.unsafe`
+      INSERT INTO call_records (id, session_id, tenant_id, provider_call_id, status, direction, initiated_at, party_b_hash)
+      VALUES (gen_random_uuid(), ${session(i)}, ${tenant}, ${`m011-${i}-${k}`}, 'COMPLETED', 'A_TO_B', ${at}::timestamptz, 'h')`)
+  }
+  t.same(await migrate(db.pool), ['011_call_count_from_records.sql'])
+  const rows = await db.pool.any(sql.unsafe`SELECT id, purged_calls FROM sessions ORDER BY id`)
+  t.same(rows.map(r => r['purged_calls']), [3, 0, 0], 'only the calls without their records are carried')
+  for (const [i, count, last] of [[1, 5, Date.UTC(2026, 0, 3, 10)], [2, 2, Date.UTC(2026, 0, 2, 10)], [3, 0, null]] as const) {
+    t.same(await getSession(db.pool, tenant, session(i)).then(v => [v?.callCount, v?.lastCallAt]), [count, last === null ? null : new Date(last).toISOString()], `session ${i}`)
+  }
 })

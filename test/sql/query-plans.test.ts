@@ -143,22 +143,24 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
     ['analytics: call success rate', db => callSuccessRate(db, { tenantId, from, to, granularity: 'hour' }), { call_records: 'call_records_tenant_initiated' }],
     ['analytics: calls summary', db => callsSummary(db, { tenantId, from, to, status: 'COMPLETED' }), { call_records: 'call_records_tenant_initiated' }],
     ['analytics: sessions over time', db => sessionsOverTime(db, { tenantId, from, to, granularity: 'day' }), { sessions: 'sessions_tenant_created' }],
-    ['GET /v1/sessions', db => listSessions(db, { tenantId, limit: 50 }), { sessions: 'sessions_tenant_created' }],
-    ['GET /v1/sessions?after', db => listSessions(db, { tenantId, limit: 50, after: `${new Date(to).toISOString()}_${sessionId}` }), { sessions: 'sessions_tenant_created' }],
-    ['GET /v1/sessions?state=EXPIRED', db => listSessions(db, { tenantId, limit: 50, state: 'EXPIRED' }), { sessions: 'sessions_tenant_state_created' }],
+    ['GET /v1/sessions', db => listSessions(db, { tenantId, limit: 50 }), { sessions: 'sessions_tenant_created', call_records: 'call_records_session' }],
+    ['GET /v1/sessions?after', db => listSessions(db, { tenantId, limit: 50, after: `${new Date(to).toISOString()}_${sessionId}` }), { sessions: 'sessions_tenant_created', call_records: 'call_records_session' }],
+    ['GET /v1/sessions?state=EXPIRED', db => listSessions(db, { tenantId, limit: 50, state: 'EXPIRED' }), { sessions: 'sessions_tenant_state_created', call_records: 'call_records_session' }],
     // A live state: the live-only partial indexes that lead with tenant_id are smaller still.
     ['GET /v1/sessions?state=ACTIVE', db => listSessions(db, { tenantId, limit: 50, state: 'ACTIVE' }), { sessions: 'sessions_tenant_state_created|sessions_agent_hash|sessions_customer_hash' }],
-    ['GET /v1/sessions/:id', db => getSession(db, tenantId, sessionId), { sessions: 'sessions_pkey' }],
+    ['GET /v1/sessions/:id', db => getSession(db, tenantId, sessionId), { sessions: 'sessions_pkey', call_records: 'call_records_session' }],
     ['GET /v1/sessions/verify', db => findLiveByPartyHash(db, tenantId, 'ab'.repeat(32)), { sessions: 'sessions_agent_hash' }],
+    // Migration 011: callCount / lastCallAt of each session read are its records, by session.
     // Issue #16: a sticky create's one read (the pair's newest session of the last 30 days), and
     // the last activity an inactivity end is checked against (the session row, its newest SMS).
     ['POST /v1/sessions stickyProxy', db => findStickyProxy(db, { tenantId, agentHash: md5('a10003'), customerHash: md5('c10003'), since: from }), { sessions: 'sessions_pair_recent' }],
-    ['inactivity: last activity', db => getLastActivity(db, sessionId), { sessions: 'sessions_pkey', sms_records: 'sms_records_session_sent' }],
+    ['inactivity: last activity', db => getLastActivity(db, sessionId), { sessions: 'sessions_pkey', call_records: 'call_records_session', sms_records: 'sms_records_session_sent' }],
     ['outbox: claim due events', db => claimDue(db, { limit: 100, leaseMs: 30_000, now: Date.now() }), { outbox: 'outbox_due' }],
     ['outbox: mark done', db => markDone(db, lease, 'delivered', Date.now()), { outbox: 'outbox_pkey' }],
     ['outbox: mark retry', db => markRetry(db, lease, Date.now()), { outbox: 'outbox_pkey' }],
-    // A daily purge at 59 days' retention: the oldest day goes.
-    ['retention purge', db => purgeOldRecords(db, DAYS - 1), { call_records: 'call_records_tenant_initiated', sms_records: 'sms_records_sent' }],
+    // A daily purge at 59 days' retention: the oldest day goes, its calls kept counted on their
+    // sessions' rows (migration 011).
+    ['retention purge', db => purgeOldRecords(db, DAYS - 1), { call_records: 'call_records_tenant_initiated', sms_records: 'sms_records_sent', sessions: 'sessions_pkey' }],
     // Issue 15: the console's session timeline, never from the outbox: the session row, its calls
     // and SMS by session, its swaps in audit_log over the session's life (to now while it lives).
     ['console: timeline of an expired session', db => sessionTimeline(db, tenantId, sessionId, 200), timelineIndexes, expired],

@@ -1,7 +1,7 @@
 // The boot load (sql/session-load.ts loadLiveSessions: one binary COPY, decoded in place): every
 // live session exactly once, each record exactly as getSessionRecord reads it (timestamps to the
 // millisecond, sub-millisecond and pre-2000 ones included), each with its view extras (issue 13:
-// metadata as jsonb text, call_count, last_call_at) at the same position, on both backends.
+// metadata as jsonb text, callCount and lastCallAt from the call records and purged calls) at the same position, on both backends.
 import t from 'tap'
 import { sql } from 'slonik'
 import type { E164, SessionRecord } from '../../engine/types.js'
@@ -43,11 +43,21 @@ t.test('loadLiveSessions', async t => {
   await bulkInsertSessions(db.pool, rows)
   // What the text path and the binary path could disagree on: sub-millisecond digits, times before
   // 2000 (negative in binary), far future; and the call counters.
+  // The counters (migration 011) are the session's call records plus its purged calls: records
+  // for every 7th session (one to three, some before and some after the purged ones), purged calls
+  // for the first 40.
   await db.pool.query(sql.unsafe`UPDATE sessions SET created_at = created_at + interval '999 microseconds',
-    call_count = 3, last_call_at = '2026-01-15 12:30:00.123456+00' WHERE id IN (SELECT id FROM sessions ORDER BY id LIMIT 40)`)
-  await db.pool.query(sql.unsafe`UPDATE sessions SET activated_at = '1999-12-31 23:59:59.9995+00', call_count = 2147483647
+    purged_calls = 3, purged_last_call_at = '2026-01-15 12:30:00.123456+00' WHERE id IN (SELECT id FROM sessions ORDER BY id LIMIT 40)`)
+  await db.pool.query(sql.unsafe`
+    INSERT INTO call_records (id, session_id, tenant_id, provider_call_id, status, direction, initiated_at, party_b_hash)
+    SELECT gen_random_uuid(), s.id, s.tenant_id, 'load-' || s.id || '-' || k, 'COMPLETED', 'A_TO_B',
+           timestamptz '2026-01-15 12:00:00.000001+00' + make_interval(mins => k * s.n), 'h'
+    FROM (SELECT id, tenant_id, (row_number() OVER (ORDER BY id))::int AS n FROM sessions) s CROSS JOIN generate_series(1, 3) k
+    WHERE s.n % 7 = 0 AND k <= 1 + s.n % 3`)
+  await db.pool.query(sql.unsafe`UPDATE sessions SET activated_at = '1999-12-31 23:59:59.9995+00', purged_calls = 2147483647
     WHERE id = ${rows[4]!.rec.id}`)
-  await db.pool.query(sql.unsafe`UPDATE sessions SET expires_at = '2999-01-01 00:00:00.000001+00', last_call_at = '1969-07-20 20:17:40.5+00'
+  await db.pool.query(sql.unsafe`DELETE FROM call_records WHERE session_id IN (${rows[4]!.rec.id}, ${rows[5]!.rec.id})`)
+  await db.pool.query(sql.unsafe`UPDATE sessions SET expires_at = '2999-01-01 00:00:00.000001+00', purged_last_call_at = '1969-07-20 20:17:40.5+00'
     WHERE id = ${rows[5]!.rec.id}`)
 
   const liveIds = new Set(rows.filter(r => ['ACTIVE', 'PENDING', 'GRACE_PERIOD'].includes(r.rec.state)).map(r => r.rec.id))
@@ -69,7 +79,9 @@ t.test('loadLiveSessions', async t => {
     t.ok(sizes.slice(0, -1).every(s => s === 256) && sizes.at(-1)! <= 256, 'batches of batchSize, the last one smaller')
 
     const stored = new Map((await db.pool.any(sql.unsafe`
-      SELECT id, metadata::text AS m, call_count, last_call_at FROM sessions`) as readonly { id: string; m: string; call_count: number; last_call_at: number | null }[])
+      SELECT s.id, s.metadata::text AS m, s.purged_calls + count(c.id)::int AS call_count,
+             GREATEST(s.purged_last_call_at, max(c.initiated_at)) AS last_call_at
+      FROM sessions s LEFT JOIN call_records c ON c.session_id = s.id GROUP BY s.id`) as readonly { id: string; m: string; call_count: number; last_call_at: number | null }[])
       .map(r => [r.id, { metadataJson: r.m, callCount: r.call_count, lastCallAt: r.last_call_at }]))
     let same = 0
     for (let i = 0; i < recs.length; i++) {
@@ -77,6 +89,8 @@ t.test('loadLiveSessions', async t => {
       if (t.same(recs[i], want, `record ${recs[i]!.id}`) && t.same(extras[i], stored.get(recs[i]!.id), `extras ${recs[i]!.id}`)) same++
     }
     t.equal(same, LIVE)
+    // The first 40 by id have 3 purged calls; every 7th has 1-3 records: 5 of those 40 both.
+    t.ok(extras.filter(x => x.callCount > 3).length >= 4 && extras.some(x => x.callCount > 0 && x.callCount < 3), 'records counted, with and without purged calls')
     t.ok(recs.some(r => r.channels === 1) && recs.some(r => r.channels === 2) && recs.some(r => r.inactivityTimeoutMinutes! > 0), 'issue #16 options read back')
     t.equal(recs.find(r => r.id === rows[1]!.rec.id)!.channels, 1)
     t.equal(recs.find(r => r.id === rows[3]!.rec.id)!.inactivityTimeoutMinutes, rows[3]!.rec.inactivityTimeoutMinutes)

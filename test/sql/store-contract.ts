@@ -28,7 +28,7 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
   t.test('migrations: all applied, one current price per tier and metric', async t => {
     const versions = await db.pool.anyFirst(sql.unsafe`SELECT version FROM schema_migrations ORDER BY version`)
     t.same(versions, readMigrations().map(m => m.version), 'every shipped migration') // listed in test/sql/migrate.test.ts
-    // 003: room on every page, so the call_count bump of each routed call is a HOT update.
+    // 003: room on every page, so an update of a session row that changes no indexed column is HOT.
     t.same(await db.pool.oneFirst(sql.unsafe`SELECT reloptions FROM pg_class WHERE relname = 'sessions'`), ['fillfactor=85'])
     t.equal(await count(db.pool, 'pricing', sql.fragment`effective_until IS NULL`), 18)
     const pricing = await listPricing(db.pool)
@@ -464,9 +464,17 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
         INSERT INTO sms_records (id, session_id, tenant_id, provider_message_id, direction, status, sent_at)
         VALUES (gen_random_uuid(), ${rec.id}, ${tenant.id}, ${`ret-${rec.id}-${i}`}, 'A_TO_B', 'DELIVERED', now() - make_interval(days => ${age}))`)
     }
+    const before = await getSession(db.pool, tenant.id, rec.id)
+    t.equal(before?.callCount, 3, 'callCount: the session\'s call records')
     const purged = await purgeOldRecords(db.pool, 1)
     t.ok(purged.calls >= 2 && purged.sms >= 2, 'days below 30 are raised to 30')
     t.equal(await count(db.pool, 'call_records', sql.fragment`session_id = ${rec.id}`), 1)
     t.equal(await count(db.pool, 'sms_records', sql.fragment`session_id = ${rec.id}`), 1)
+    // Migration 011: purged calls stay counted, in the same statement that deleted them.
+    const after = await getSession(db.pool, tenant.id, rec.id)
+    t.same([after?.callCount, after?.lastCallAt], [3, before?.lastCallAt], 'callCount and lastCallAt survive the purge')
+    t.match(await db.pool.one(sql.unsafe`SELECT purged_calls, purged_last_call_at FROM sessions WHERE id = ${rec.id}`), { purged_calls: 2 })
+    t.equal(await purgeOldRecords(db.pool, 1).then(p => p.calls), 0, 'nothing left to purge')
+    t.equal((await getSession(db.pool, tenant.id, rec.id))?.callCount, 3, 'a second purge counts nothing twice')
   })
 }
