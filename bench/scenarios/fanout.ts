@@ -1,10 +1,17 @@
 // Scenario 7: event fan-out. 1,000 WebSocket clients of one tenant on /v1/stream; target swaps of
 // that tenant's sessions at a steady rate; latency from the PATCH being sent to each socket
-// receiving `session.target_swapped` (bench/lib/fanout-client.ts, on the load core). Then the
-// stream's ceiling: events per second fanned out to 1,000 sockets (bench/fanout.bench.ts).
+// receiving `session.target_swapped` (bench/lib/fanout-reader.c on the load core, or
+// bench/lib/fanout-client.ts without a C compiler), and the machine's floor under it: one thread
+// writing a frame to 1,000 loopback sockets (bench/lib/loopback-floor.c). Then the stream's
+// ceiling: events per second fanned out to 1,000 sockets (bench/fanout.bench.ts).
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { runChild } from '../lib/proc.js'
 import { sessionIdOf, tenantOfSession } from '../lib/population.js'
+import { freshNumber } from '../lib/requests.js'
 import { progress } from '../lib/results.js'
 import type { Ctx } from './common.js'
 import type { Service } from './service.js'
@@ -26,13 +33,22 @@ export async function fanoutScenario(ctx: Ctx, svc: Service, tokens: readonly st
   const want = Math.ceil(rate * ctx.opts.duration * 1.1) + 5
   const sessionIds: string[] = []
   for (let i = 0; i < ctx.pop.sessions && sessionIds.length < want; i++) if (tenantOfSession(i, ctx.pop) === 0) sessionIds.push(sessionIdOf(i))
-  progress(`fan-out: ${sockets} WebSocket clients of tenant 0, ${rate} target swaps/s for ${ctx.opts.duration} s`)
-  const lines = await runChild({
-    name: 'fan-out client', cmd: process.execPath, core: ctx.pin.loadCore, pin: ctx.pin,
-    args: ['--import', 'tsx', fileURLToPath(new URL('../lib/fanout-client.ts', import.meta.url)), JSON.stringify({
-      url: svc.url, token: tokens[0], sockets, sessionIds, rate, seconds: ctx.opts.duration, numberOffset: svc.port * 1_000,
-    })],
-  }, (ctx.opts.duration + 120) * 1000)
+  const numberOffset = svc.port * 1_000
+  const reader = fanoutReader()
+  progress(`fan-out: ${sockets} WebSocket clients of tenant 0, ${rate} target swaps/s for ${ctx.opts.duration} s, ` +
+    (reader ? 'read by bench/lib/fanout-reader.c' : `read by bench/lib/fanout-client.ts (${whyNoReader})`))
+  const url = new URL(svc.url)
+  const lines = reader
+    ? await runChild({
+      name: 'fan-out reader', cmd: reader, core: ctx.pin.loadCore, pin: ctx.pin,
+      args: [url.hostname, url.port, tokens[0]!, String(sockets), String(rate), String(ctx.opts.duration)],
+    }, (ctx.opts.duration + 120) * 1000, sessionIds.map((id, k) => `${id} ${freshNumber(707, numberOffset + k)}\n`).join(''))
+    : await runChild({
+      name: 'fan-out client', cmd: process.execPath, core: ctx.pin.loadCore, pin: ctx.pin,
+      args: ['--import', 'tsx', fileURLToPath(new URL('../lib/fanout-client.ts', import.meta.url)), JSON.stringify({
+        url: svc.url, token: tokens[0], sockets, sessionIds, rate, seconds: ctx.opts.duration, numberOffset,
+      })],
+    }, (ctx.opts.duration + 120) * 1000)
   const j = JSON.parse(lines.find(l => l.startsWith('FANJSON '))!.slice(8)) as FanResult
   const r = ctx.results
   r.figure('fanout.sockets', j.sockets, 'count')
@@ -48,6 +64,8 @@ export async function fanoutScenario(ctx: Ctx, svc: Service, tokens: readonly st
   r.figure('fanout.first_frame.p99', j.firstFrameMs.p99 * 1000, 'us')
   r.figure('fanout.first_to_last.p50', j.spreadMs.p50 * 1000, 'us')
   r.figure('fanout.first_to_last.p99', j.spreadMs.p99 * 1000, 'us')
+  const floor = await loopbackFloor(ctx, sockets)
+  if (floor !== null) r.figure('fanout.loopback_floor', floor, 'us')
   r.latency({ label: `target swap → WebSocket (${j.sockets} sockets)`, p50: j.latencyMs.p50 * 1000, p90: j.latencyMs.p90 * 1000, p99: j.latencyMs.p99 * 1000, p999: j.latencyMs.p999 * 1000 })
   if (j.clientLagMs.p99 > 10) {
     r.note(`fanout: the client process itself lagged (event-loop delay p99 ${j.clientLagMs.p99.toFixed(1)} ms, max ${j.clientLagMs.max.toFixed(1)} ms): ` +
@@ -58,6 +76,38 @@ export async function fanoutScenario(ctx: Ctx, svc: Service, tokens: readonly st
     j.expected > 0 ? j.delivered === j.expected : null, `${j.delivered} of ${j.expected} messages`)
   r.target('7. event fan-out (issue #13)', `swap → WebSocket frame p99 ≤ 5 ms at ${j.sockets} clients`,
     j.expected > 0 ? j.latencyMs.p99 <= 5 : null, `p99 ${j.latencyMs.p99.toFixed(1)} ms`)
+}
+
+let whyNoReader = ''
+const built = new Map<string, string | null>()
+
+/** bench/lib/<name>.c built with the machine's cc (once per run); null without one. */
+function cProgram(name: string): string | null {
+  if (built.has(name)) return built.get(name)!
+  const out = join(mkdtempSync(join(tmpdir(), 'maskline-fanout-')), name)
+  const r = spawnSync('cc', ['-O2', '-o', out, fileURLToPath(new URL(`../lib/${name}.c`, import.meta.url))], { encoding: 'utf8' })
+  if (r.status !== 0) whyNoReader = r.error ? `no C compiler: ${r.error.message}` : `cc failed: ${(r.stderr ?? '').split('\n')[0]}`
+  built.set(name, r.status === 0 ? out : null)
+  return built.get(name)!
+}
+
+/**
+ * The C reader (bench/lib/fanout-reader.c: one epoll loop, ~2 µs per socket read, where one Node
+ * process spent ~10 µs and so measured itself); null without a C compiler.
+ */
+const fanoutReader = () => cProgram('fanout-reader')
+
+/**
+ * The machine's floor under the figure (bench/lib/loopback-floor.c): one thread writing a frame
+ * to each of `sockets` loopback sockets, pinned like the service. Median of 7 rounds, µs.
+ */
+async function loopbackFloor(ctx: Ctx, sockets: number): Promise<number | null> {
+  const bin = cProgram('loopback-floor')
+  if (!bin) return null
+  const lines = await runChild({ name: 'loopback floor', cmd: bin, core: ctx.pin.serverCore, pin: ctx.pin, args: [String(sockets), '7'] }, 60_000)
+  const j = JSON.parse(lines.find(l => l.startsWith('FLOORJSON '))!.slice(10)) as { writeUs: number[] }
+  const sorted = [...j.writeUs].sort((x, y) => x - y)
+  return sorted[Math.floor(sorted.length / 2)]!
 }
 
 /**

@@ -12,6 +12,7 @@ import { callSuccessRate, callsSummary, sessionsOverTime } from '../../sql/analy
 import { sessionTimeline } from '../../sql/console.js'
 import { getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms } from '../../sql/records.js'
 import { purgeOldRecords } from '../../sql/retention.js'
+import { liveSelect } from '../../sql/session-load.js'
 import { findLiveByPartyHash, findStickyProxy, getLastActivity, getSession, listSessions } from '../../sql/sessions.js'
 import { claimDue, markDone, markRetry } from '../../sql/webhooks.js'
 import { testDatabase } from '../support/db.js'
@@ -186,6 +187,16 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
   // The claim's check that no earlier event of the session is still undelivered: by session.
   const claimPlan = await explain((await capture(db => claimDue(db, { limit: 100, leaseMs: 30_000, now: Date.now() })))[0]!)
   t.match(claimPlan, /using outbox_session on outbox|Bitmap Index Scan on outbox_session/, 'outbox claim: earlier events by outbox_session')
+  // The boot's read of the live sessions (sql/session-load.ts): the table in page order, never a
+  // partial index per page range (here, with 5 % of the sessions live, the planner would take
+  // one), each session's call counters one probe of call_records_session (a planner setting
+  // against the first once turned that probe into a scan of call_records per session).
+  const bootText = `EXPLAIN (COSTS OFF) ${liveSelect(0, 64)}`
+  const bootPlan = (await pool.anyFirst(sql.unsafe(Object.freeze(Object.assign([bootText], { raw: Object.freeze([bootText]) })) as unknown as TemplateStringsArray))).join('\n')
+  t.comment(`boot: live sessions of pages [0, 64)\n${bootPlan}`)
+  t.match(bootPlan, /Tid Range Scan on sessions/, 'boot: sessions in page order')
+  t.match(bootPlan, /Index (Only )?Scan using call_records_session on call_records/, 'boot: call counters by call_records_session')
+  t.notMatch(bootPlan, /Seq Scan on call_records/, 'boot: no scan of call_records')
   // And the party lookup uses both party indexes.
   const verifyPlan = await explain((await capture(db => findLiveByPartyHash(db, tenantId, 'ab'.repeat(32))))[0]!)
   t.match(verifyPlan, /sessions_customer_hash/, 'verify: the customer hash index too')
