@@ -34,7 +34,10 @@ export function selfSignedCertificate(commonName = 'localhost'): SelfSigned {
   const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
   const name = seq(der(0x31, seq(COMMON_NAME, der(0x0c, Buffer.from(commonName)))))
   const serial = randomBytes(8)
-  serial[0]! &= 0x7f // a positive INTEGER
+  // A positive INTEGER in DER's minimal form: top bit clear, and a first byte that is not 0x00
+  // (a 0x00 followed by a byte below 0x80 is padding DER forbids: ~1 certificate in 512 failed
+  // to parse, "illegal padding").
+  serial[0] = (serial[0]! & 0x7f) | 0x40
   const now = Date.now()
   const tbs = seq(
     der(0xa0, der(0x02, Buffer.from([2]))), // v3
