@@ -125,7 +125,7 @@ async function main() {
                  s.created_at + make_interval(mins => k), 'h'
           FROM sessions s CROSS JOIN generate_series(1, ${CALLS}) k`)
         await conn.pool.query(sql.unsafe`VACUUM ANALYZE call_records`)
-        note(`${(N * CALLS).toLocaleString('en')} call records written in ${Date.now() - t1} ms`)
+        note(`${((N + EXPIRED) * CALLS).toLocaleString('en')} call records written in ${Date.now() - t1} ms`)
       }
       const live = await conn.pool.oneFirst(sql.unsafe`SELECT count(*) FROM sessions WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD')`)
       if (live !== N + EXPIRED) throw new Error(`population: ${live} live sessions written, expected ${N + EXPIRED}`)

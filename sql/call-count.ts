@@ -8,21 +8,15 @@ import { sql, type FragmentSqlToken } from 'slonik'
 
 const SESSIONS = sql.fragment`sessions`
 
-/** The time of the last call of the sessions row `s` (null: none). */
+/** The time of the last call of the sessions row `s` (null: none), as a scalar (for a WHERE clause). */
 export function lastCallAt(s: FragmentSqlToken = SESSIONS): FragmentSqlToken {
   return sql.fragment`GREATEST(${s}.purged_last_call_at, (SELECT max(c.initiated_at) FROM call_records c WHERE c.session_id = ${s}.id))`
 }
 
-/** The columns `call_count` (int4) and `last_call_at` of the sessions row `s`. */
-export function callColumns(s: FragmentSqlToken = SESSIONS): FragmentSqlToken {
-  return sql.fragment`${s}.purged_calls + (SELECT count(*)::int FROM call_records c WHERE c.session_id = ${s}.id) AS call_count,
-    ${lastCallAt(s)} AS last_call_at`
-}
-
 /**
- * The same as a join: `… FROM sessions ${callsJoin()}` puts `calls.call_count` and
- * `calls.last_call_at` beside each row, with one index-only probe per row where the columns above
- * take two (sql/session-load.ts: the boot reads every live session this way).
+ * `… FROM sessions ${callsJoin()}` puts `calls.call_count` (int4) and `calls.last_call_at` beside
+ * each row, one index-only probe of call_records_session per row: every read of the counters
+ * (session views and lists, reloads, the boot) goes through it.
  */
 export function callsJoin(s: FragmentSqlToken = SESSIONS): FragmentSqlToken {
   return sql.fragment`CROSS JOIN LATERAL (

@@ -5,7 +5,7 @@ import pg from 'pg'
 import { sql, type DatabasePool } from 'slonik'
 import { ALL_CHANNELS, type E164, type SessionId, type SessionRecord, type TenantId, type TenantRouting } from '../engine/types.js'
 import type { SessionExtras } from '../engine/index.js'
-import { callColumns, callsJoin } from './call-count.js'
+import { callsJoin } from './call-count.js'
 import { isUuid } from './cursor.js'
 import { guard, StoreError, toStoreError } from './errors.js'
 import type { Db } from './transaction.js'
@@ -74,7 +74,7 @@ export async function getLiveSessionState(db: Db, id: string, cipher: SessionCip
   if (!isUuid(id)) return null
   return guard(async () => {
     const row = (await db.maybeOne(sql.unsafe`
-      SELECT ${RECORD_COLUMNS}, metadata::text AS metadata_json, ${callColumns()} FROM sessions WHERE id = ${id}`,
+      SELECT ${RECORD_COLUMNS}, metadata::text AS metadata_json, calls.call_count, calls.last_call_at FROM sessions ${callsJoin()} WHERE id = ${id}`,
     )) as (RecordRow & { metadata_json: string; call_count: number; last_call_at: number | null }) | null
     return row && { rec: toRecord(row, cipher), extras: { metadataJson: row.metadata_json, callCount: row.call_count, lastCallAt: row.last_call_at } }
   })
@@ -478,7 +478,7 @@ export async function getLiveSessionStates(db: Db, ids: readonly string[], ciphe
   if (valid.length === 0) return []
   return guard(async () => {
     const rows = (await db.any(sql.unsafe`
-      SELECT ${RECORD_COLUMNS}, metadata::text AS metadata_json, ${callColumns()} FROM sessions
+      SELECT ${RECORD_COLUMNS}, metadata::text AS metadata_json, calls.call_count, calls.last_call_at FROM sessions ${callsJoin()}
       WHERE id = ANY(${sql.array(valid, 'uuid')})`,
     )) as readonly (RecordRow & { metadata_json: string; call_count: number; last_call_at: number | null })[]
     return rows.map(row => ({ rec: toRecord(row, cipher), extras: { metadataJson: row.metadata_json, callCount: row.call_count, lastCallAt: row.last_call_at } }))

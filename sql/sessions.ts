@@ -10,7 +10,7 @@ import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
 import { ALL_CHANNELS, LIVE_STATES, type SessionRecord, type SessionState } from '../engine/types.js'
 import { ensurePeriod, monthStart, numberRentalKey } from './billing.js'
-import { callColumns, lastCallAt } from './call-count.js'
+import { callsJoin, lastCallAt } from './call-count.js'
 import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
 import { guard, sqlStateOf, StoreError, withRetry } from './errors.js'
 import { insertOutbox, outboxInsertFrom } from './outbox.js'
@@ -294,12 +294,6 @@ export interface UpdateSessionArgs {
   events: EventEnvelope[]
   /** Issue #16: the inactivity clock restarts here (a PATCH that changed the timeout). */
   activityFrom?: number
-  /**
-   * Issue #16: an inactivity end. Written only if the session is still ACTIVE and had no call or
-   * SMS (on any node: the store's call_records and sms_records) and no restart after this time;
-   * otherwise 'stale', as for a version that moved.
-   */
-  idleBefore?: number
 }
 
 /**
@@ -323,7 +317,6 @@ export async function updateSession(db: Db, a: UpdateSessionArgs): Promise<'ok' 
     const row = (await tx.maybeOne(sql.unsafe`${PREPARE}
       UPDATE sessions SET ${sessionSet(a)}
       WHERE id = ${prev.id} AND version = ${prev.version}
-        ${a.idleBefore !== undefined ? sql.fragment`AND state = 'ACTIVE' AND ${lastActivity(sql.fragment`sessions`)} <= ${ts(a.idleBefore)}` : sql.fragment``}
       RETURNING tenant_id`)) as { tenant_id: string } | null
     if (!row) return rollback('stale')
     if (a.audit) {
@@ -372,7 +365,6 @@ function changeStatement(a: UpdateSessionArgs) {
     WITH cur AS MATERIALIZED (
       SELECT id, proxy_number FROM sessions
       WHERE id = ${prev.id} AND version = ${prev.version}
-        ${a.idleBefore !== undefined ? sql.fragment`AND state = 'ACTIVE' AND ${lastActivity(sql.fragment`sessions`)} <= ${ts(a.idleBefore)}` : sql.fragment``}
       FOR NO KEY UPDATE),
     ${claim ? sql.fragment`
     ins AS (
@@ -594,7 +586,7 @@ export interface SessionView {
 
 const VIEW_COLUMNS = sql.fragment`
   id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes, max_duration_minutes,
-  recording_enabled, consent_prompt, expires_at, created_at, activated_at, ended_at, expired_at, ${callColumns()},
+  recording_enabled, consent_prompt, expires_at, created_at, activated_at, ended_at, expired_at, calls.call_count, calls.last_call_at,
   channels, inactivity_timeout_minutes`
 
 interface ViewRow {
@@ -641,7 +633,7 @@ export function channelNames(bits: number | undefined): Array<'voice' | 'sms'> {
 export async function getSession(db: Db, tenantId: string, id: string): Promise<SessionView | null> {
   if (!isUuid(id) || !isUuid(tenantId)) return null
   return guard(async () => {
-    const row = (await db.maybeOne(sql.unsafe`SELECT ${VIEW_COLUMNS} FROM sessions WHERE id = ${id} AND tenant_id = ${tenantId}`)) as ViewRow | null
+    const row = (await db.maybeOne(sql.unsafe`SELECT ${VIEW_COLUMNS} FROM sessions ${callsJoin()} WHERE id = ${id} AND tenant_id = ${tenantId}`)) as ViewRow | null
     return row && toView(row)
   })
 }
@@ -655,7 +647,7 @@ export async function listSessions(db: Db, q: { tenantId: string; state?: Sessio
   if (q.after !== undefined && !cursor) return 'bad-cursor'
   return guard(async () => {
     const rows = (await db.any(sql.unsafe`
-      SELECT ${VIEW_COLUMNS} FROM sessions
+      SELECT ${VIEW_COLUMNS} FROM sessions ${callsJoin()}
       WHERE tenant_id = ${q.tenantId}
         ${q.state ? sql.fragment`AND state = ${q.state}` : sql.fragment``}
         ${cursor ? (cursor.id ? sql.fragment`AND (created_at, id) < (${ts(cursor.ms)}, ${cursor.id}::uuid)` : sql.fragment`AND created_at < ${ts(cursor.ms)}`) : sql.fragment``}

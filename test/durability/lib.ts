@@ -4,7 +4,7 @@
 import { sql, type DatabasePool } from 'slonik'
 import type { CallbackDriver } from '../support/callback-driver.js'
 import { request } from '../support/child-service.js'
-import { callColumns } from '../../sql/call-count.js'
+import { callsJoin } from '../../sql/call-count.js'
 
 export const LIVE = new Set(['PENDING', 'ACTIVE', 'GRACE_PERIOD'])
 
@@ -53,8 +53,8 @@ export async function snapshot(pool: DatabasePool): Promise<Snapshot> {
     const dbNow = await tx.oneFirst(sql.unsafe`SELECT now()`) as number
     const sessions = new Map<string, SessionRow>()
     for (const r of await tx.any(sql.unsafe`
-      SELECT id, tenant_id, proxy_number, state, agent_hash, customer_hash, version, expires_at, ended_at, expired_at, grace_period_minutes, ${callColumns()}
-      FROM sessions`) as readonly Record<string, any>[]) {
+      SELECT id, tenant_id, proxy_number, state, agent_hash, customer_hash, version, expires_at, ended_at, expired_at, grace_period_minutes, calls.call_count
+      FROM sessions ${callsJoin()}`) as readonly Record<string, any>[]) {
       sessions.set(r['id'], {
         id: r['id'], tenantId: r['tenant_id'], proxy: r['proxy_number'], state: r['state'], agentHash: r['agent_hash'],
         customerHash: r['customer_hash'], version: r['version'], expiresAt: r['expires_at'], endedAt: r['ended_at'],
@@ -418,8 +418,8 @@ export async function callFacts(pool: DatabasePool, callIds: readonly string[], 
   }
   const sessions = new Map<string, { records: number; callCount: number }>()
   for (const r of await pool.any(sql.unsafe`
-    SELECT s.id, ${callColumns(sql.fragment`s`)}, (SELECT count(*) FROM call_records c WHERE c.session_id = s.id)::int AS records
-    FROM sessions s WHERE s.id = ANY(${sql.array([...sessionIds], 'uuid')})`) as readonly Record<string, any>[]) {
+    SELECT s.id, calls.call_count, (SELECT count(*) FROM call_records c WHERE c.session_id = s.id)::int AS records
+    FROM sessions s ${callsJoin(sql.fragment`s`)} WHERE s.id = ANY(${sql.array([...sessionIds], 'uuid')})`) as readonly Record<string, any>[]) {
     sessions.set(r['id'], { records: Number(r['records']), callCount: Number(r['call_count']) })
   }
   return { records, events, ended, minutes, sessions }
