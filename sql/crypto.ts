@@ -13,8 +13,9 @@
 // The tables make GHASH's timing depend on H and the data, so decryptPacked() is for data at rest
 // this node reads itself (boot), never for ciphertext a client can submit and time.
 import {
-  createCipheriv, createDecipheriv, createHmac, createSecretKey, hkdfSync, randomBytes, type KeyObject,
+  createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomBytes, type KeyObject,
 } from 'node:crypto'
+import { createMac } from '../api/vocabulary/mac.js'
 
 const IV_BYTES = 12
 const TAG_BYTES = 16
@@ -167,8 +168,8 @@ function word(b: Buffer, at: number): number {
   return (b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!
 }
 
-function deriveKey(serverKey: Buffer, info: string): KeyObject {
-  return createSecretKey(Buffer.from(hkdfSync('sha256', serverKey, Buffer.alloc(0), info, 32)))
+function hkdf(serverKey: Buffer, info: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', serverKey, Buffer.alloc(0), info, 32))
 }
 
 export type PartyHasher = (salt: Buffer, e164: string) => string
@@ -176,6 +177,6 @@ export type PartyHasher = (salt: Buffer, e164: string) => string
 /** DECISIONS 2: hex HMAC-SHA256(HKDF(PHONE_KEY, 'maskline party hash'), salt ‖ e164). */
 export function createPartyHasher(phoneKey: Buffer): PartyHasher {
   requireKey(phoneKey, 'PHONE_KEY')
-  const key = deriveKey(phoneKey, 'maskline party hash')
-  return (salt, e164) => createHmac('sha256', key).update(salt).update(e164, 'utf8').digest('hex')
+  const mac = createMac('sha256', hkdf(phoneKey, 'maskline party hash'))
+  return (salt, e164) => mac('hex', salt, e164)
 }

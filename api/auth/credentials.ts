@@ -1,7 +1,8 @@
 // API credentials (spec 5.5, DECISIONS 3): apiKey `rk_live_` + 48 hex, stored as SHA-256 (the
 // lookup key); apiSecret `rs_` + 64 hex, stored as HMAC-SHA256 under a server key derived from
 // PHONE_KEY (256 random bits need no slow hash, and a database copy alone cannot test guesses).
-import { createHash, createHmac, createSecretKey, hkdfSync, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto'
+import { hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createMac, sha256, type Mac } from '../vocabulary/mac.js'
 
 export function newApiKey(): string {
   return `rk_live_${randomBytes(24).toString('hex')}`
@@ -12,26 +13,26 @@ export function newApiSecret(): string {
 }
 
 export function apiKeyHash(apiKey: string): Buffer {
-  return createHash('sha256').update(apiKey).digest()
+  return sha256(apiKey)
 }
 
-const macKeys = new WeakMap<Buffer, KeyObject>()
+const macs = new WeakMap<Buffer, Mac>()
 
 /**
- * HKDF-derived, so the phone key itself never MACs anything; a KeyObject, made once per phone key
- * (a token exchange then costs one HMAC, without importing a key).
+ * HKDF-derived, so the phone key itself never MACs anything; made once per phone key (a token
+ * exchange then costs one HMAC, without a key import or an Hmac object: api/vocabulary/mac.ts).
  */
-function secretMacKey(phoneKey: Buffer): KeyObject {
-  let k = macKeys.get(phoneKey)
-  if (!k) {
-    k = createSecretKey(Buffer.from(hkdfSync('sha256', phoneKey, Buffer.alloc(0), 'maskline api-secret mac v1', 32)))
-    macKeys.set(phoneKey, k)
+function secretMac(phoneKey: Buffer): Mac {
+  let m = macs.get(phoneKey)
+  if (!m) {
+    m = createMac('sha256', Buffer.from(hkdfSync('sha256', phoneKey, Buffer.alloc(0), 'maskline api-secret mac v1', 32)))
+    macs.set(phoneKey, m)
   }
-  return k
+  return m
 }
 
 export function apiSecretMac(phoneKey: Buffer, apiSecret: string): Buffer {
-  return createHmac('sha256', secretMacKey(phoneKey)).update(apiSecret).digest()
+  return secretMac(phoneKey)('buffer', apiSecret)
 }
 
 /** Constant time: timingSafeEqual over two SHA-256 digests (their lengths checked first, DECISIONS 3). */

@@ -1,10 +1,12 @@
 // Access tokens (DECISIONS 3): HS256 pinned, header typ JWT, iss maskline, aud per token type,
 // a `typ` claim that must agree with the audience, and a kid naming the key.
 //
-// Signing is node:crypto's HMAC over a header encoded once per key (issue 13: jose's SignJWT
-// imported the key and re-encoded the header on every call); the result is a standard HS256 JWT,
-// the same bytes SignJWT produces, and verification stays with jose (jwtVerify).
-import { createHash, createHmac, createSecretKey, type KeyObject } from 'node:crypto'
+// Signing is an HMAC with the key's pads computed once (api/vocabulary/mac.ts) over a header
+// encoded once per key (issue 13: jose's SignJWT imported the key and re-encoded the header on
+// every call); the result is a standard HS256 JWT, the same bytes SignJWT produces, and
+// verification stays with jose (jwtVerify).
+import { createHash, type KeyObject } from 'node:crypto'
+import { createMac } from '../vocabulary/mac.js'
 import { jwtVerify, errors as joseErrors } from 'jose'
 import type { Tier } from '../../engine/types.js'
 import { uuidv7, UUID_RE } from '../vocabulary/ids.js'
@@ -43,15 +45,18 @@ export type TokenSigner = (claims: TokenClaims, nowMs: number, ttlSeconds?: numb
 
 /** A signer for one key: the key is imported and the header encoded here, once. */
 export function tokenSigner(key: Uint8Array): TokenSigner {
-  const secret = createSecretKey(key)
+  const mac = createMac('sha256', key)
   const header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: keyId(key) })).toString('base64url')
   return (claims, nowMs, ttlSeconds = TOKEN_TTL_SECONDS[claims.typ]) => {
     const iat = Math.floor(nowMs / 1000)
-    const { sub, ...rest } = claims
-    // The claim order of SignJWT: its payload, then iss, aud, sub, iat, exp, jti.
-    const payload = { ...rest, iss: ISSUER, aud: AUDIENCE[claims.typ], sub, iat, exp: iat + ttlSeconds, jti: uuidv7(nowMs) }
+    // The claim order of SignJWT: its payload (the claims but sub), then iss, aud, sub, iat, exp,
+    // jti. Spelled out per type: a rest/spread copy of the claims was most of this function's time.
+    const exp = iat + ttlSeconds, jti = uuidv7(nowMs), c = claims
+    const payload = c.typ === 'tenant'
+      ? { typ: c.typ, tenantId: c.tenantId, tier: c.tier, scopes: c.scopes, iss: ISSUER, aud: AUDIENCE.tenant, sub: c.sub, iat, exp, jti }
+      : { typ: c.typ, tenantId: c.tenantId, tier: c.tier, role: c.role, iss: ISSUER, aud: AUDIENCE.user, sub: c.sub, iat, exp, jti }
     const input = `${header}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`
-    return `${input}.${createHmac('sha256', secret).update(input).digest('base64url')}`
+    return `${input}.${mac('base64url', input)}`
   }
 }
 

@@ -9,7 +9,8 @@
 // none: accepts everything; only legal with the sandbox provider (validateSignatureConfig).
 //
 // Results carry a reason code only: never the signature, the body or the secret.
-import { createHash, createHmac, createPublicKey, createSecretKey, timingSafeEqual, verify as cryptoVerify, type KeyObject } from 'node:crypto'
+import { createHmac, createPublicKey, hash, timingSafeEqual, verify as cryptoVerify, type KeyObject } from 'node:crypto'
+import { createMac } from '../../api/vocabulary/mac.js'
 import { canonicalFormString, formPairs, type FormPair } from '../../api/cpaas/form.js'
 
 export type SignatureMode = 'telnyx-ed25519' | 'hmac-sha1' | 'none'
@@ -141,8 +142,8 @@ export function createSignatureVerifier(cfg: SignatureConfig): SignatureVerifier
 
   if (cfg.mode === 'hmac-sha1') {
     if (!cfg.hmacSecret) throw new Error('CPAAS_SIGNATURE=hmac-sha1 needs CPAAS_HMAC_SECRET')
-    // A KeyObject made once rather than the string converted per call (~0.5 µs of a ~3 µs HMAC here).
-    const secret = createSecretKey(Buffer.from(cfg.hmacSecret, 'utf8'))
+    // The key's pads computed once; no Hmac object per callback (api/vocabulary/mac.ts).
+    const mac = createMac('sha1', Buffer.from(cfg.hmacSecret, 'utf8'))
     return {
       mode: 'hmac-sha1',
       verify(req) {
@@ -164,14 +165,13 @@ export function createSignatureVerifier(cfg: SignatureConfig): SignatureVerifier
           if (!parsed) return fail('bad-body')
           pairs = parsed
         }
-        const expected = createHmac('sha1', secret)
-          .update(signedUrl(typeof cfg.publicBaseUrl === 'string' ? cfg.publicBaseUrl : cfg.publicBaseUrl(), req.path, req.query) + canonicalFormString(pairs), 'utf8')
-          .digest()
+        const url = signedUrl(typeof cfg.publicBaseUrl === 'string' ? cfg.publicBaseUrl : cfg.publicBaseUrl(), req.path, req.query)
+        const expected = mac('buffer', url, canonicalFormString(pairs))
         if (expected.length !== sig.length || !timingSafeEqual(expected, sig)) return fail('bad-signature')
         if (isJson) {
           // Without bodySHA256 a JSON body would be unsigned: refuse it.
           const want = bodySha256Param(req.query)
-          if (want === null || want !== createHash('sha256').update(req.rawBody).digest('hex')) return fail('bad-body')
+          if (want === null || want !== hash('sha256', req.rawBody, 'hex')) return fail('bad-body')
         }
         return OK
       },
