@@ -84,6 +84,8 @@ export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
       if (hit.expMs <= o.now()) throw unauthorized('The access token has expired') // ages out of the map
       return hit
     }
+    // Only a token jose accepted is ever cached, so the shape is checked on a miss only.
+    if (!JWT_RE.test(token)) throw unauthorized('The access token is malformed')
     return verifyToken(verifyKey, kid, token, o.now()).then(v => {
       const entry: CachedToken = { claims: v.claims, expMs: v.expMs, ctx: null }
       tokens.set(token, entry)
@@ -108,7 +110,7 @@ export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
   }
 
   function authenticateToken(token: string, kind: Exclude<AuthKind, 'none'>, roles?: readonly Role[]): AuthContext | Promise<AuthContext> {
-    if (token.length > MAX_TOKEN_LENGTH || !JWT_RE.test(token)) throw unauthorized('The access token is malformed')
+    if (token.length > MAX_TOKEN_LENGTH) throw unauthorized('The access token is malformed')
     const entry = verified(token)
     if (entry instanceof Promise) return entry.then(e => directory.tenant(e.claims.tenantId).then(meta => admit(e, meta, kind, roles)))
     // The hot path: a cached token of a tenant the directory holds, no await at all.
