@@ -4,6 +4,7 @@
 //   handler → allow-list serialization → corked write → one log line.
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js'
 import type { Logger } from 'pino'
+import { accessLineWriter, type AccessLine } from '../../api/log.js'
 import { TIER_LIMITS } from '../../engine/types.js'
 import type { Authenticator } from '../../api/auth/authenticate.js'
 import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
@@ -61,6 +62,8 @@ interface Env {
   drained: (() => void) | null
   metrics: { observe(route: string | null, status: number, us: number): void } | null
   logAll: boolean
+  /** The info-level access line, composed without pino's per-line work (api/log.ts). */
+  accessLine: AccessLine
   /** Draining (close()): every answer closes its connection, so keep-alive clients reconnect elsewhere. */
   draining: boolean
 }
@@ -88,6 +91,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     drained: null,
     metrics: opts.metrics ?? null,
     logAll: (opts.accessLog ?? 'all') === 'all',
+    accessLine: accessLineWriter(services.log),
     draining: false,
   }
   const app = opts.app ?? uWS.App()
@@ -351,18 +355,16 @@ function finish(env: Env, route: string | null, res: HttpResponse, c: Captured, 
     if (--env.inFlight === 0 && env.drained) env.drained()
     return
   }
-  const line: Record<string, unknown> = {
-    method: c.method,
-    route,
-    status: out.status,
-    us,
+  if (out.status < 500) {
+    env.accessLine(c.method, route, out.status, us, auth?.tenantId, out.instance || undefined, c.aborted)
+  } else {
+    const line: Record<string, unknown> = { method: c.method, route, status: out.status, us }
+    if (auth) line.tenantId = auth.tenantId
+    if (out.instance) line.instance = out.instance
+    if (c.aborted) line.aborted = true
+    if (failure !== null || out.status !== 503) env.log.error({ ...line, error: failure }, 'request failed') // the serializer keeps name, code, frames
+    else env.log.warn(line, 'request refused') // a 503 the route answers by design (readiness, SMS retry, store down)
   }
-  if (auth) line.tenantId = auth.tenantId
-  if (out.instance) line.instance = out.instance
-  if (c.aborted) line.aborted = true
-  if (out.status >= 500 && (failure !== null || out.status !== 503)) env.log.error({ ...line, error: failure }, 'request failed') // the serializer keeps name, code, frames
-  else if (out.status >= 500) env.log.warn(line, 'request refused') // a 503 the route answers by design (readiness, SMS retry, store down)
-  else env.log.info(line, 'request')
   if (--env.inFlight === 0 && env.drained) env.drained()
 }
 
