@@ -18,7 +18,7 @@ import type { DatabasePool } from 'slonik'
 import { TIER_LIMITS, type ConsentPrompt, type E164, type TenantId, type TenantRouting } from '../engine/types.js'
 import type { AuthDirectory } from '../api/auth/authenticate.js'
 import {
-  findCredential, getTenantState, liveCredentialsOf, loadLiveCredentials, loadTenantStates, setTenantStatus,
+  findCredential, getTenantState, liveCredentialsFingerprint, liveCredentialsOf, loadLiveCredentials, loadTenantStates, setTenantStatus,
   type ApiCredential, type TenantState, type TenantStatus,
 } from '../sql/tenants.js'
 
@@ -77,6 +77,8 @@ export class TenantDirectory implements AuthDirectory {
   readonly #gen = new Map<string, number>()
   /** Bumped by every change to any tenant. */
   #epoch = 0
+  /** The credentials' fingerprint when resync() last loaded them all. */
+  #credentialsLoaded: string | null = null
 
   constructor(db: DatabasePool, opts: TenantDirectoryOptions = {}) {
     this.#db = db
@@ -90,14 +92,19 @@ export class TenantDirectory implements AuthDirectory {
   }
 
   /**
-   * Reloads every tenant and credential. Tenants changed while it read are left to their own
-   * reload. Returns the number of tenants.
+   * Reloads every tenant, and every credential unless their fingerprint is the one of the last
+   * full load (sql/tenants.ts liveCredentialsFingerprint). Tenants changed while it read are left
+   * to their own reload. Returns the number of tenants.
    */
   async resync(): Promise<number> {
     const gens = new Map(this.#gen)
-    const [states, creds] = await Promise.all([loadTenantStates(this.#db), loadLiveCredentials(this.#db)])
+    // Read before the credentials: a change made between the two only makes the next resync
+    // reload again, never skip a change.
+    const fingerprint = await liveCredentialsFingerprint(this.#db)
+    const keysChanged = fingerprint !== this.#credentialsLoaded
+    const [states, creds] = await Promise.all([loadTenantStates(this.#db), keysChanged ? loadLiveCredentials(this.#db) : null])
     const byTenant = new Map<string, ApiCredential[]>()
-    for (const c of creds) {
+    for (const c of creds ?? []) {
       const list = byTenant.get(c.tenantId)
       if (list) list.push(c)
       else byTenant.set(c.tenantId, [c])
@@ -105,8 +112,9 @@ export class TenantDirectory implements AuthDirectory {
     for (const s of states) {
       if ((this.#gen.get(s.id) ?? 0) !== (gens.get(s.id) ?? 0) || this.#reloading.has(s.id)) continue
       this.#put(toInfo(s))
-      this.#setKeys(s.id, byTenant.get(s.id) ?? [])
+      if (creds) this.#setKeys(s.id, byTenant.get(s.id) ?? [])
     }
+    if (creds) this.#credentialsLoaded = fingerprint
     return states.length
   }
 

@@ -88,6 +88,20 @@ export async function getTenantState(db: CommonQueryMethods, id: string): Promis
 const toCredential = (r: Record<string, any>): ApiCredential =>
   ({ id: r.id, tenantId: r.tenant_id, keyHash: Buffer.from(r.key_hash), secretMac: Buffer.from(r.secret_mac) })
 
+/**
+ * What the live credentials are, in one value: their count and a sum of a 64-bit hash of each row
+ * (id, tenant, key hash, secret MAC), so a credential added, revoked, deleted or edited in place
+ * changes it. The directory's periodic resync reloads the credentials only when it changed: at
+ * 130,000 keys the reload was ~0.5 s of this process's CPU every 30 s, in blocks of up to ~70 ms
+ * (the bench's read p99), and a new object per key promoted to the old generation each time.
+ */
+export async function liveCredentialsFingerprint(db: CommonQueryMethods): Promise<string> {
+  return await db.oneFirst(sql.unsafe`
+    SELECT count(*)::text || ':' || coalesce(sum(hashtextextended(
+             id::text || tenant_id::text || encode(key_hash, 'hex') || encode(secret_mac, 'hex'), 0)), 0)::text
+    FROM api_credentials WHERE revoked_at IS NULL`) as string
+}
+
 /** Boot and resync of the tenant directory: every live credential. */
 export async function loadLiveCredentials(db: CommonQueryMethods): Promise<ApiCredential[]> {
   return (await db.any(sql.unsafe`SELECT id, tenant_id, key_hash, secret_mac FROM api_credentials WHERE revoked_at IS NULL`)).map(toCredential)

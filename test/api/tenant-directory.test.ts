@@ -199,3 +199,65 @@ t.test('a token exchange and a token check ask Postgres nothing once the key and
   t.type(await auth.exchange(other.keyHash, other.apiSecret), 'object')
   t.equal(statements - before, 1, 'loaded once, then from memory')
 })
+
+t.test('resync: credentials reloaded only when they changed, and every kind of change is caught', async t => {
+  const db = await testDatabase(t)
+  const phoneKey = randomBytes(32)
+  const creds = newCredentials(phoneKey)
+  const tenantId = uuidv7()
+  await createTenantWithOwner(db.pool, {
+    tenantId, name: `Resync ${tenantId}`, salt: randomBytes(32), userId: uuidv7(), email: `resync-${tenantId}@example.test`,
+    passwordHash: 'not-a-password', credentialId: uuidv7(), keyHash: creds.keyHash, secretMac: creds.secretMac,
+  })
+  // The statements through the directory's pool that load every live credential.
+  let fullLoads = 0
+  const counting = new Proxy(db.pool, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop, target) as unknown
+      if (typeof v !== 'function') return v
+      return (...args: unknown[]) => {
+        const text = (args[0] as { sql?: string } | undefined)?.sql ?? ''
+        if (/FROM api_credentials WHERE revoked_at IS NULL\s*$/.test(text) && text.includes('key_hash, secret_mac')) fullLoads++
+        return (v as (...a: unknown[]) => unknown).apply(target, args)
+      }
+    },
+  })
+  const directory = new TenantDirectory(counting)
+  await directory.loadAll()
+  t.equal(fullLoads, 1, 'the boot loads them')
+  /** In memory (a value, not a lookup's promise), as resync() left it. */
+  const held = (keyHash: Buffer) => {
+    const c = directory.credential(keyHash)
+    return c instanceof Promise ? 'not held' : c
+  }
+  t.match(held(creds.keyHash), { tenantId, keyHash: creds.keyHash, secretMac: creds.secretMac })
+
+  await directory.resync()
+  await directory.resync()
+  t.equal(fullLoads, 1, 'nothing changed: two resyncs, no reload')
+
+  // Added by hand (no node announced it): picked up by the next resync, not by a lookup.
+  const added = newCredentials(phoneKey)
+  const addedId = uuidv7()
+  await db.pool.query(sql.unsafe`INSERT INTO api_credentials (id, tenant_id, key_hash, secret_mac) VALUES (${addedId}, ${tenantId}, ${sql.binary(added.keyHash)}, ${sql.binary(added.secretMac)})`)
+  await directory.resync()
+  t.equal(fullLoads, 2, 'a key added: reloaded')
+  t.same(held(added.keyHash), { id: addedId, tenantId, keyHash: added.keyHash, secretMac: added.secretMac })
+
+  // Edited in place: the same row, another secret MAC.
+  const edited = newCredentials(phoneKey).secretMac
+  await db.pool.query(sql.unsafe`UPDATE api_credentials SET secret_mac = ${sql.binary(edited)} WHERE id = ${addedId}`)
+  await directory.resync()
+  t.equal(fullLoads, 3, 'a key edited in place: reloaded')
+  t.same((held(added.keyHash) as { secretMac: Buffer }).secretMac, edited)
+
+  // Revoked by hand: gone from memory (a lookup then asks Postgres, which says no).
+  await db.pool.query(sql.unsafe`UPDATE api_credentials SET revoked_at = now() WHERE id = ${addedId}`)
+  await directory.resync()
+  t.equal(fullLoads, 4, 'a key revoked: reloaded')
+  t.equal(held(added.keyHash), 'not held')
+  t.equal(await directory.credential(added.keyHash), null)
+
+  await directory.resync()
+  t.equal(fullLoads, 4, 'and quiet again')
+})
