@@ -75,6 +75,28 @@ async function signup(node: Node, secrets: Set<string>) {
   return { tenantId: s.body.tenantId as string, apiKey: s.body.apiKey as string, apiSecret: s.body.apiSecret as string, token: s.body.accessToken as string, owner: login.body.accessToken as string }
 }
 
+/** A tenant, straight in the database, with one API key. */
+async function tenantWithKey(db: Database, phoneKey: Buffer) {
+  const creds = newCredentials(phoneKey)
+  const tenantId = uuidv7()
+  await createTenantWithOwner(db.pool, {
+    tenantId, name: `Tenant ${tenantId}`, salt: randomBytes(32), userId: uuidv7(), email: `owner-${tenantId}@example.test`,
+    passwordHash: 'not-a-password', credentialId: uuidv7(), keyHash: creds.keyHash, secretMac: creds.secretMac,
+  })
+  return { creds, tenantId }
+}
+
+/** The pool, with `seen` told of every call made through it (its first argument: the query, for a statement). */
+function spyPool<P extends object>(pool: P, seen: (first: unknown) => void): P {
+  return new Proxy(pool, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop, target) as unknown
+      if (typeof v !== 'function') return v
+      return (...args: unknown[]) => { seen(args[0]); return (v as (...a: unknown[]) => unknown).apply(target, args) }
+    },
+  })
+}
+
 const exchange = (node: Node, apiKey: string, apiSecret: string) => node.req('POST', '/v1/auth/token', { body: { apiKey, apiSecret } })
 
 t.test('one node: a rotation or a suspension applies on the very next request; SQL edited by hand at the next resync', async t => {
@@ -163,21 +185,10 @@ t.test('tokens are signed without jose and are the standard HS256 JWT jose makes
 t.test('a token exchange and a token check ask Postgres nothing once the key and tenant are in the directory', async t => {
   const db = await testDatabase(t)
   const phoneKey = randomBytes(32), jwtSecret = randomBytes(32)
-  const creds = newCredentials(phoneKey)
-  const tenantId = uuidv7()
-  await createTenantWithOwner(db.pool, {
-    tenantId, name: `Quiet ${tenantId}`, salt: randomBytes(32), userId: uuidv7(), email: `quiet-${tenantId}@example.test`,
-    passwordHash: 'not-a-password', credentialId: uuidv7(), keyHash: creds.keyHash, secretMac: creds.secretMac,
-  })
+  const { creds, tenantId } = await tenantWithKey(db, phoneKey)
   // Every statement through the directory's pool is counted.
   let statements = 0
-  const counting = new Proxy(db.pool, {
-    get(target, prop) {
-      const v = Reflect.get(target, prop, target) as unknown
-      if (typeof v !== 'function') return v
-      return (...args: unknown[]) => { statements++; return (v as (...a: unknown[]) => unknown).apply(target, args) }
-    },
-  })
+  const counting = spyPool(db.pool, () => { statements++ })
   const directory = new TenantDirectory(counting)
   await directory.loadAll()
   const auth = createAuthenticator({ jwtSecret, phoneKey, now: Date.now, directory })
@@ -203,24 +214,12 @@ t.test('a token exchange and a token check ask Postgres nothing once the key and
 t.test('resync: credentials reloaded only when they changed, and every kind of change is caught', async t => {
   const db = await testDatabase(t)
   const phoneKey = randomBytes(32)
-  const creds = newCredentials(phoneKey)
-  const tenantId = uuidv7()
-  await createTenantWithOwner(db.pool, {
-    tenantId, name: `Resync ${tenantId}`, salt: randomBytes(32), userId: uuidv7(), email: `resync-${tenantId}@example.test`,
-    passwordHash: 'not-a-password', credentialId: uuidv7(), keyHash: creds.keyHash, secretMac: creds.secretMac,
-  })
+  const { creds, tenantId } = await tenantWithKey(db, phoneKey)
   // The statements through the directory's pool that load every live credential.
   let fullLoads = 0
-  const counting = new Proxy(db.pool, {
-    get(target, prop) {
-      const v = Reflect.get(target, prop, target) as unknown
-      if (typeof v !== 'function') return v
-      return (...args: unknown[]) => {
-        const text = (args[0] as { sql?: string } | undefined)?.sql ?? ''
-        if (/FROM api_credentials WHERE revoked_at IS NULL\s*$/.test(text) && text.includes('key_hash, secret_mac')) fullLoads++
-        return (v as (...a: unknown[]) => unknown).apply(target, args)
-      }
-    },
+  const counting = spyPool(db.pool, query => {
+    const text = (query as { sql?: string } | undefined)?.sql ?? ''
+    if (/FROM api_credentials WHERE revoked_at IS NULL\s*$/.test(text) && text.includes('key_hash, secret_mac')) fullLoads++
   })
   const directory = new TenantDirectory(counting)
   await directory.loadAll()
