@@ -9,7 +9,7 @@
 // node's memory: the lock that a failure's hit reports (limit reached, or refused) is kept here
 // until the window ends it. Another node learns of the lock at its own next failure on that
 // account, whose hit is refused: across N nodes, at most N - 1 password checks pass the limit.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { Services } from '../services.js'
 import { ApiProblem } from '../route.js'
 
@@ -32,7 +32,7 @@ function locksOf(s: Services): Map<string, number> {
  */
 export function accountKey(email: string, userId: string | null): string {
   const id = userId ? `user:${userId}` : `email:${email.toLowerCase()}`
-  return `login-account:${createHash('sha256').update(id).digest('base64url')}`
+  return `login-account:${hash('sha256', id, 'base64url')}`
 }
 
 /** Throws 429 (with Retry-After) while the account is locked. */

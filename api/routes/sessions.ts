@@ -1,6 +1,6 @@
 // Spec 4.2: sessions. Commands go through the session runner (engine + one transaction); a live
 // session is read from memory (issue 13), lists and ended sessions from Postgres.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { route, ApiProblem, type RouteDef } from '../route.js'
 import { Envelope } from '../schemas/common.js'
@@ -31,7 +31,7 @@ export const sessionRoutes: RouteDef[] = [
           errors: [{ field: 'Idempotency-Key', issue: 'invalid_length' }],
         })
       }
-      const idem = key ? { key, requestHash: createHash('sha256').update(JSON.stringify(req.body)).digest('hex') } : undefined
+      const idem = key ? { key, requestHash: hash('sha256', JSON.stringify(req.body), 'hex') } : undefined
       const res = await sessionsOf(req.services).create(tenantId(req), req.body, idem)
       return { status: res.status, body: res.body, ...(res.replayed ? { headers: { 'idempotent-replayed': 'true' } } : {}) }
     },
