@@ -54,7 +54,15 @@ export function createInProcessBus(): Bus {
   }
 }
 
-const STREAM = 'maskline:bus'
+/**
+ * The stream of the nodes that share one database (its instance id, sql/instance.ts): two
+ * deployments on one Redis (staging and production, or every test service of a parallel suite)
+ * never hear, reload for or get trimmed by each other's messages. BUS_STREAM overrides it (a rolling
+ * upgrade from a release that used the one shared name `maskline:bus`, docs/scaling.md).
+ */
+export function busStreamName(databaseId: string): string {
+  return `maskline:bus:${databaseId}`
+}
 const MAXLEN = 100_000
 /**
  * A reader turn (XREAD BLOCK 1000 plus the handlers) longer than this means the process stalled
@@ -75,8 +83,8 @@ export function compareStreamIds(a: string, b: string): number {
   return am !== bm ? am - bm : as - bs
 }
 
-export function createRedisBus(opts: { url: string; nodeId: string; onError: (code: string) => void; stream?: string; maxLen?: number }): Bus {
-  const stream = opts.stream ?? STREAM
+export function createRedisBus(opts: { url: string; nodeId: string; onError: (code: string) => void; stream: string; maxLen?: number }): Bus {
+  const stream = opts.stream
   const maxLen = String(opts.maxLen ?? MAXLEN)
   const retryStrategy = (n: number) => Math.min(n * 100, RECONNECT_MAX_MS)
   // One report per kind per second: an outage must not log a line per publish or reconnect.
@@ -219,8 +227,8 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
   }
 }
 
-export function createBus(opts: { redisUrl: string | undefined; nodeId: string; onError: (code: string) => void; maxLen?: number }): Bus {
+export function createBus(opts: { redisUrl: string | undefined; nodeId: string; stream: string; onError: (code: string) => void; maxLen?: number }): Bus {
   return opts.redisUrl
-    ? createRedisBus({ url: opts.redisUrl, nodeId: opts.nodeId, onError: opts.onError, ...(opts.maxLen ? { maxLen: opts.maxLen } : {}) })
+    ? createRedisBus({ url: opts.redisUrl, nodeId: opts.nodeId, stream: opts.stream, onError: opts.onError, ...(opts.maxLen ? { maxLen: opts.maxLen } : {}) })
     : createInProcessBus()
 }

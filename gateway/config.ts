@@ -40,6 +40,7 @@ export const EnvSchema = Type.Object({
   RECORD_FLUSH_MS: Type.Optional(Int),
   RECONCILE_MS: Type.Optional(Int),
   BUS_MAXLEN: Type.Optional(Int),
+  BUS_STREAM: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   METRICS_PORT: Type.Optional(Type.Union([Int, Type.Literal('off')])),
   ACCESS_LOG: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('failures')])),
   LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)))),
@@ -81,6 +82,8 @@ export interface Config {
   reconcileMs: number
   /** BUS_MAXLEN: the approximate length the Redis bus stream is trimmed to (default 100,000). */
   busMaxLen: number
+  /** BUS_STREAM: the Redis stream of the bus (default `maskline:bus:<database instance id>`, gateway/bus.ts). */
+  busStream: string | undefined
 }
 
 export class ConfigError extends MasklineError {
@@ -173,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     accessLog: e.ACCESS_LOG ?? 'all',
     reconcileMs: e.RECONCILE_MS !== undefined ? Math.max(100, Number(e.RECONCILE_MS)) : 30_000,
     busMaxLen: e.BUS_MAXLEN !== undefined ? Math.max(100, Number(e.BUS_MAXLEN)) : 100_000,
+    busStream: e.BUS_STREAM,
   }
 }
 

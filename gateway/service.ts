@@ -42,7 +42,7 @@ import { recordNumberRentals } from '../sql/billing.js'
 import { createSecretCipher } from '../sql/webhooks.js'
 import { listenerUrl, type Config } from './config.js'
 import { orAfter } from './deadline.js'
-import { createBus, type Bus, type BusMessage } from './bus.js'
+import { busStreamName, createBus, type Bus, type BusMessage } from './bus.js'
 import { createHttpApp } from './http/index.js'
 import { createCallCounter } from './call-counter.js'
 import { createSessionRunner } from './session-runner.js'
@@ -183,7 +183,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
     }, 'boot')
 
-    const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, onError: onError('bus'), maxLen: cfg.busMaxLen })
+    const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, stream: cfg.busStream ?? busStreamName(dbId), onError: onError('bus'), maxLen: cfg.busMaxLen })
     closers.push(() => bus.close())
     // Issue #16: every opted-out party (by hash) in memory before anything is served.
     const optOuts = await loadOptOutSet(db.pool, msgs => bus.publish(msgs))

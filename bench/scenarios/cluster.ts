@@ -13,6 +13,8 @@
 // N × that. Node 2 starts after the one-node run, so that run has no reader on the bus.
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
+import { sql } from 'slonik'
+import { busStreamName } from '../../gateway/bus.js'
 import { CallbackDriver } from '../../test/support/callback-driver.js'
 import type { BenchDatabase } from '../lib/database.js'
 import { failureShare, runLoad, type LoadResult } from '../lib/loadgen.js'
@@ -26,12 +28,9 @@ import { fetchTokens } from './rest.js'
 import { startService, type Service } from './service.js'
 import { voiceFiles } from './voice.js'
 
-/** gateway/bus.ts's stream (not exported there). */
-const STREAM = 'maskline:bus'
-
 /** Why the step cannot run here, or null. */
 export function twoNodeSkip(databaseUrl: string | undefined): string | null {
-  if (!process.env.REDIS_URL) return 'needs REDIS_URL (the bus between nodes); without it there is one node. Use a Redis DB index of its own (redis://host:6379/7) so the bench\'s nodes do not share maskline:bus with anything else'
+  if (!process.env.REDIS_URL) return 'needs REDIS_URL (the bus between nodes); without it there is one node'
   if (!databaseUrl) return 'needs DATABASE_URL: embedded PGlite (DATA_DIR) is single-process, two nodes cannot share it'
   return null
 }
@@ -94,6 +93,16 @@ function reportVoice(ctx: Ctx, name: string, v: VoiceRun): void {
   r.figure(`${name}.p99`, v.p99, 'us')
   r.figure(`${name}.cpu_per_req.service`, v.servicePerReq, 'us')
   r.figure(`${name}.cpu_per_req.postgres`, v.postgresPerReq, 'us')
+}
+
+/** The nodes' bus stream: named after the bench database's instance id (gateway/bus.ts). */
+async function busStream(db: BenchDatabase): Promise<string> {
+  const d = await db.open({ maximumPoolSize: 1 })
+  try {
+    return busStreamName(await d.pool.oneFirst(sql.unsafe`SELECT id::text FROM instance`) as string)
+  } finally {
+    await d.close()
+  }
 }
 
 export async function twoNodeScenario(ctx: Ctx, db: BenchDatabase, creds: readonly Credential[]): Promise<void> {
@@ -202,7 +211,7 @@ export async function twoNodeScenario(ctx: Ctx, db: BenchDatabase, creds: readon
         r.figure('cluster.stream.catch_up_ms', Math.max(0, caughtUp - t1), 'ms')
       }
       // What went on the stream meanwhile: entries (session changes and event envelopes) by their ids' times.
-      const entries = await redis.xrange(STREAM, `${t0}-0`, `${t1}-18446744073709551615`)
+      const entries = await redis.xrange(await busStream(db), `${t0}-0`, `${t1}-18446744073709551615`)
       let sessionMsgs = 0
       for (const [, f] of entries) {
         try { if ((JSON.parse(f[3] ?? '') as { kind?: string }).kind === 'session') sessionMsgs++ } catch { /* not ours */ }

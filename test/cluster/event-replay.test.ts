@@ -12,7 +12,7 @@
 // Embedded mode (PGlite, in-process bus) is single-node by design: skipped there with the reason.
 import t, { type Test } from 'tap'
 import { sql, type DatabasePool } from 'slonik'
-import { childData, request, type ChildService } from '../support/child-service.js'
+import { busStream, childData, request, type ChildService } from '../support/child-service.js'
 import { connectWs, type WsClient } from '../support/ws-client.js'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { phoneSource, voiceRoute } from '../durability/lib.js'
@@ -152,6 +152,7 @@ t.test('node 2 paused past the stream\'s trim: its client gets what it missed, o
   const [n1, n2] = await Promise.all([startNode(t, data, redis.url, env), startNode(t, data, redis.url, env)]) as [ChildService, ChildService]
   const looker = redis.client()
   const acc = await enterpriseTenant(data, [n1, n2], looker)
+  const stream = await busStream(data)
   const clients = [await clientOn(t, n1, acc.token), await clientOn(t, n2, acc.token)]
   await sleep(200)
   const phone = phoneSource(1000)
@@ -162,7 +163,7 @@ t.test('node 2 paused past the stream\'s trim: its client gets what it missed, o
     sessions.push(s)
   }
   await sleep(500)
-  const before = (await looker.xrevrange('maskline:bus', '+', '-', 'COUNT', 1))[0]![0]
+  const before = (await looker.xrevrange(stream, '+', '-', 'COUNT', 1))[0]![0]
   n2.kill('SIGSTOP')
   const stoppedAt = Date.now()
   t.teardown(() => n2.kill('SIGCONT'))
@@ -179,7 +180,7 @@ t.test('node 2 paused past the stream\'s trim: its client gets what it missed, o
     const s = await create(n1.url, acc.token, phone(), phone(), 0)
     if (typeof s === 'string') { t.fail(s); return }
   }
-  const oldest = (await looker.xrange('maskline:bus', '-', '+', 'COUNT', 1))[0]![0]
+  const oldest = (await looker.xrange(stream, '-', '+', 'COUNT', 1))[0]![0]
   const [om, os] = oldest.split('-').map(Number) as [number, number]
   const [bm, bs] = before.split('-').map(Number) as [number, number]
   t.ok(om > bm || (om === bm && os > bs), `the stream was trimmed past what node 2 had read (${before} < ${oldest})`)

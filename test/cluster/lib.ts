@@ -8,7 +8,7 @@
 import { Redis } from 'ioredis'
 import { sql, type DatabasePool } from 'slonik'
 import { CallbackDriver } from '../support/callback-driver.js'
-import { request, signupChild, startChild, type ChildAccount, type ChildData, type ChildService } from '../support/child-service.js'
+import { busStream, request, signupChild, startChild, type ChildAccount, type ChildData, type ChildService } from '../support/child-service.js'
 import type { privateRedis as PrivateRedis } from '../support/redis-server.js'
 export { privateRedis } from '../support/redis-server.js'
 import { LIVE, mapLimit, routeLabel, voiceRoute, type Route } from '../durability/lib.js'
@@ -31,8 +31,9 @@ export async function enterpriseTenant(data: ChildData, nodes: ChildService[], r
     await db.close()
   }
   // As a node announces a tenant change: every node refreshes it from Postgres.
+  const stream = await busStream(data)
   for (const deadline = Date.now() + 20_000; ;) {
-    await redis.xadd('maskline:bus', '*', 'n', 'test-operator', 'm', JSON.stringify({ kind: 'tenant', id: acc.tenantId }))
+    await redis.xadd(stream, '*', 'n', 'test-operator', 'm', JSON.stringify({ kind: 'tenant', id: acc.tenantId }))
     const limits = await Promise.all(nodes.map(async n => {
       const r = await fetch(`${n.url}/v1/config`, { headers: { authorization: `Bearer ${acc.token}` } })
       await r.arrayBuffer()

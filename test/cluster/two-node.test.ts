@@ -16,7 +16,7 @@
 // Embedded mode (PGlite, in-process bus) is single-node by design: skipped there with the reason.
 import t from 'tap'
 import { sql } from 'slonik'
-import { childData, request, signupChild, type ChildService } from '../support/child-service.js'
+import { busStream, childData, request, signupChild, type ChildService } from '../support/child-service.js'
 import { connectWs } from '../support/ws-client.js'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { phoneSource, voiceRoute } from '../durability/lib.js'
@@ -97,6 +97,7 @@ t.test('Redis SIGKILLed for 10 s under load on both nodes, back empty: every nod
   const nodes = await Promise.all([startNode(t, data, redis.url, env), startNode(t, data, redis.url, env)])
   const looker = redis.client()
   const acc = await enterpriseTenant(data, nodes, looker)
+  const stream = await busStream(data)
   const phone = phoneSource(1000)
   const sessions: Sess[] = []
   const failures: string[] = []
@@ -155,9 +156,10 @@ t.test('Redis SIGKILLed for 10 s under load on both nodes, back empty: every nod
   t.same(expiredWithout, [], 'every expired session has its session.expired')
   // Events name the proxy (the service's own number, as every webhook does); never a party's.
   const parties = new Set(sessions.flatMap(x => [x.agent, x.customer, ...x.previous]))
-  const stream = await looker.xrange('maskline:bus', '-', '+')
-  t.same(stream.flatMap(([, f]) => f).flatMap(v => v.match(/\+\d{8,15}/g) ?? []).filter(n => parties.has(n)), [],
-    `no party's phone number among the ${stream.length} stream entries`)
+  const entries = await looker.xrange(stream, '-', '+')
+  t.ok(entries.length > 0, 'the nodes published on the stream')
+  t.same(entries.flatMap(([, f]) => f).flatMap(v => v.match(/\+\d{8,15}/g) ?? []).filter(n => parties.has(n)), [],
+    `no party's phone number among the ${entries.length} stream entries`)
 })
 
 t.test('node 2 paused past the stream\'s trim length converges within one sweep of resuming', { skip: singleNode }, async t => {
@@ -167,6 +169,7 @@ t.test('node 2 paused past the stream\'s trim length converges within one sweep 
   const [n1, n2] = await Promise.all([startNode(t, data, redis.url, env), startNode(t, data, redis.url, env)]) as [ChildService, ChildService]
   const looker = redis.client()
   const acc = await enterpriseTenant(data, [n1, n2], looker)
+  const stream = await busStream(data)
   const phone = phoneSource(1000)
   const sessions: Sess[] = []
   for (let i = 0; i < 30; i++) {
@@ -178,7 +181,7 @@ t.test('node 2 paused past the stream\'s trim length converges within one sweep 
   t.teardown(() => db.close())
   t.same((await converge([n2], db.pool, sessions, 10_000)).left, [], 'node 2 routes the first 30')
 
-  const before = (await looker.xrevrange('maskline:bus', '+', '-', 'COUNT', 1))[0]![0]
+  const before = (await looker.xrevrange(stream, '+', '-', 'COUNT', 1))[0]![0]
   n2.kill('SIGSTOP')
   const stoppedAt = Date.now()
   t.teardown(() => n2.kill('SIGCONT'))
@@ -193,10 +196,10 @@ t.test('node 2 paused past the stream\'s trim length converges within one sweep 
     if (typeof s === 'string') { t.fail(s); return }
     sessions.push(s)
   }
-  const oldest = (await looker.xrange('maskline:bus', '-', '+', 'COUNT', 1))[0]![0]
+  const oldest = (await looker.xrange(stream, '-', '+', 'COUNT', 1))[0]![0]
   const [om, os] = oldest.split('-').map(Number) as [number, number]
   const [bm, bs] = before.split('-').map(Number) as [number, number]
-  t.ok(om > bm || (om === bm && os > bs), `the stream was trimmed past what node 2 had read (${before} < ${oldest}, ${await looker.xlen('maskline:bus')} entries left)`)
+  t.ok(om > bm || (om === bm && os > bs), `the stream was trimmed past what node 2 had read (${before} < ${oldest}, ${await looker.xlen(stream)} entries left)`)
   await sleep(Math.max(1_500, 3_000 - (Date.now() - stoppedAt))) // node 1's expiry sweep writes the ends; a pause of 3 s at least
   n2.kill('SIGCONT')
   const resumedAt = Date.now()

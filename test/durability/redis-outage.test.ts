@@ -18,7 +18,7 @@ import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { sql } from 'slonik'
-import { childData, request, startChild, type ChildService } from '../support/child-service.js'
+import { busStream, childData, request, startChild, type ChildService } from '../support/child-service.js'
 import { connectWs } from '../support/ws-client.js'
 import { phoneSource } from './lib.js'
 import { privateRedis } from '../support/redis-server.js'
@@ -55,6 +55,7 @@ t.test('a Redis outage costs the request path nothing', { timeout: 180_000, skip
   const svc: ChildService = await startChild(t, data, { env: { REDIS_URL: redisUrl, NUMBER_COOLDOWN_SECONDS: '0' } })
   let exited = false
   void svc.exited.then(() => { exited = true })
+  const stream = await busStream(data)
   const url = svc.url
 
   // One tenant, on ENTERPRISE so the load stays far under its limit. The tier is changed in SQL and
@@ -73,7 +74,7 @@ t.test('a Redis outage costs the request path nothing', { timeout: 180_000, skip
   }
   const announcer = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
   try {
-    await announcer.xadd('maskline:bus', '*', 'n', 'test-operator', 'm', JSON.stringify({ kind: 'tenant', id: tenantId }))
+    await announcer.xadd(stream, '*', 'n', 'test-operator', 'm', JSON.stringify({ kind: 'tenant', id: tenantId }))
   } finally {
     announcer.disconnect()
   }
@@ -152,7 +153,7 @@ t.test('a Redis outage costs the request path nothing', { timeout: 180_000, skip
   // The bus: the child's publishes reach the stream again, and what another node publishes reaches its WebSocket.
   const probe = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
   t.teardown(() => { probe.disconnect() })
-  const published = await probe.xrange('maskline:bus', '-', '+', 'COUNT', 1_000)
+  const published = await probe.xrange(stream, '-', '+', 'COUNT', 1_000)
   t.ok(published.length > 0, `the child publishes on the bus after the restart (${published.length} messages)`)
   const ws = await connectWs(`${url}/v1/stream`, { headers: { authorization: `Bearer ${token}` } })
   t.teardown(() => ws.close())
@@ -162,7 +163,7 @@ t.test('a Redis outage costs the request path nothing', { timeout: 180_000, skip
   }
   let delivered = false
   for (const deadline = Date.now() + 10_000; Date.now() < deadline && !delivered;) {
-    await probe.xadd('maskline:bus', '*', 'n', 'test-other-node', 'm', JSON.stringify({ kind: 'event', envelope }))
+    await probe.xadd(stream, '*', 'n', 'test-other-node', 'm', JSON.stringify({ kind: 'event', envelope }))
     delivered = await ws.waitForMessages(1, 500).then(() => true, () => false)
   }
   t.ok(delivered, 'the bus reader resumed: an event from another node reaches the tenant\'s WebSocket')

@@ -27,6 +27,7 @@ import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { createPool, sql, type DatabasePool } from 'slonik'
+import { busStreamName } from '../../gateway/bus.js'
 import { EnvSchema } from '../../gateway/config.js'
 import { openDatabase, type Database } from '../../sql/db.js'
 import { migrate } from '../../sql/migrate.js'
@@ -72,6 +73,19 @@ export interface ChildData {
    * process may hold, so no child may run meanwhile; close it before starting one. Real PG: any time.
    */
   open(opts?: { maximumPoolSize?: number }): Promise<Database>
+}
+
+/**
+ * The bus stream of the nodes on `data` (named per database, gateway/bus.ts), once a child has
+ * booted on it. Real PG only while a child runs (see `open`).
+ */
+export async function busStream(data: ChildData): Promise<string> {
+  const db = await data.open({ maximumPoolSize: 1 })
+  try {
+    return busStreamName(await db.pool.oneFirst(sql.unsafe`SELECT id::text FROM instance`) as string)
+  } finally {
+    await db.close()
+  }
 }
 
 export async function childData(t: Teardown, opts: { databaseUrl?: string | null } = {}): Promise<ChildData> {
