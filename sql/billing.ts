@@ -24,26 +24,49 @@ function nextMonthStart(at: number): number {
 
 /** The id of the tenant's period containing `at`, opening it (and closing the previous) if new. */
 export async function ensurePeriod(tx: Queries, tenantId: string, at: number): Promise<string> {
-  const start = monthStart(at)
-  const find = sql.unsafe`SELECT id FROM billing_periods WHERE tenant_id = ${tenantId} AND period_start = ${ts(start)}`
+  const find = sql.unsafe`SELECT id FROM billing_periods WHERE tenant_id = ${tenantId} AND period_start = ${ts(monthStart(at))}`
   const found = (await tx.maybeOneFirst(find)) as string | null
   if (found) return found
-  // A new month: the ACTIVE period of an earlier month closes. A period of an earlier month that
-  // is needed late (a call that ended at 23:59:59 on the last day, reported after midnight) is
-  // opened CLOSED, so there is still one ACTIVE period. Concurrent openers meet in the unique
-  // indexes; ON CONFLICT DO NOTHING lets the loser read the winner's row.
+  await openPeriods(tx, [{ tenantId, at }])
+  return (await tx.oneFirst(find)) as string
+}
+
+/**
+ * Opens the periods containing each `(tenantId, at)` that do not exist yet, in two statements
+ * however many tenants there are: at the turn of a month every tenant's first usage lands in the
+ * record writer's next batches, and a few round trips per tenant, in the batch's transaction,
+ * held every call and SMS record (and each SMS answer waiting for its claim) behind them.
+ * A new month: the ACTIVE period of an earlier month closes. A period of an earlier month that is
+ * needed late (a call that ended at 23:59:59 on the last day, reported after midnight) is opened
+ * CLOSED, so there is still one ACTIVE period; so is the earlier of two months asked for at once.
+ * Concurrent openers meet in the unique indexes: ON CONFLICT DO NOTHING keeps the winner's row.
+ * Rows go in tenant order, so two openers of the same tenants wait for each other, not deadlock.
+ */
+export async function openPeriods(tx: Queries, keys: ReadonlyArray<{ tenantId: string; at: number }>): Promise<void> {
+  const wanted = new Map<string, { tenantId: string; start: number; at: number }>()
+  for (const k of keys) {
+    const start = monthStart(k.at)
+    wanted.set(`${k.tenantId}|${start}`, { tenantId: k.tenantId, start, at: k.at })
+  }
+  if (wanted.size === 0) return
+  const list = [...wanted.values()].sort((a, b) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.start - b.start))
+  const tenants = sql.array(list.map(p => p.tenantId), 'uuid')
+  const starts = sql.array(list.map(p => iso(p.start)), 'timestamptz')
   await tx.query(sql.unsafe`
-    UPDATE billing_periods SET status = 'CLOSED', closed_at = now()
-    WHERE tenant_id = ${tenantId} AND status = 'ACTIVE' AND period_start < ${ts(start)}`)
+    UPDATE billing_periods bp SET status = 'CLOSED', closed_at = now()
+    FROM (SELECT t, max(s) AS s FROM unnest(${tenants}, ${starts}) AS k(t, s) GROUP BY t) k
+    WHERE bp.tenant_id = k.t AND bp.status = 'ACTIVE' AND bp.period_start < k.s`)
   await tx.query(sql.unsafe`
     INSERT INTO billing_periods (id, tenant_id, period_start, period_end, status, created_at, closed_at)
-    SELECT ${uuidv7()}, ${tenantId}, ${ts(start)}, ${ts(nextMonthStart(at))}, x.status, now(),
-           CASE WHEN x.status = 'CLOSED' THEN now() END
-    FROM (SELECT CASE WHEN EXISTS (SELECT 1 FROM billing_periods
-                                   WHERE tenant_id = ${tenantId} AND period_start > ${ts(start)})
-                      THEN 'CLOSED' ELSE 'ACTIVE' END AS status) x
+    SELECT k.id, k.t, k.s, k.e, x.status, now(), CASE WHEN x.status = 'CLOSED' THEN now() END
+    FROM (SELECT u.*, max(u.s) OVER (PARTITION BY u.t) AS latest
+          FROM unnest(${sql.array(list.map(() => uuidv7()), 'uuid')}, ${tenants}, ${starts},
+                      ${sql.array(list.map(p => iso(nextMonthStart(p.at))), 'timestamptz')}) WITH ORDINALITY AS u(id, t, s, e, n)) k
+    CROSS JOIN LATERAL (
+      SELECT CASE WHEN k.s < k.latest OR EXISTS (SELECT 1 FROM billing_periods b WHERE b.tenant_id = k.t AND b.period_start > k.s)
+                  THEN 'CLOSED' ELSE 'ACTIVE' END AS status) x
+    ORDER BY k.n
     ON CONFLICT DO NOTHING`)
-  return (await tx.oneFirst(find)) as string
 }
 
 export interface UsageInput {
@@ -121,14 +144,7 @@ export async function finishUsage(tx: Queries, list: readonly UsageInput[], rows
   if (outcome.usage_missing.length === 0) return outcome.usage_inserted
   const missing = new Set(outcome.usage_missing)
   const all = rows as readonly { id: string }[]
-  const opened = new Set<string>()
-  for (let i = 0; i < list.length; i++) {
-    const u = list[i]!
-    const key = `${u.tenantId}|${monthStart(u.at)}`
-    if (!missing.has(all[i]!.id) || opened.has(key)) continue
-    await ensurePeriod(tx, u.tenantId, u.at)
-    opened.add(key)
-  }
+  await openPeriods(tx, list.filter((_, i) => missing.has(all[i]!.id)))
   const again = all.filter(r => missing.has(r.id)) as unknown as SerializableValue
   const second = (await tx.one(sql.unsafe`WITH ${usageCtes(again)} SELECT ${usageOutcome}`)) as unknown as UsageOutcome
   return outcome.usage_inserted + second.usage_inserted

@@ -284,6 +284,40 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     })
   })
 
+  t.test('billing: the first usage of many tenants in one batch opens their periods in two statements', async t => {
+    const tenants = await Promise.all(Array.from({ length: 40 }, () => addTenant(db.pool)))
+    const mar = Date.UTC(2026, 2, 1, 0, 0, 1)
+    let statements = 0
+    const inserted = await db.pool.transaction(async tx => {
+      const counted = new Proxy(tx, {
+        get(target, prop) {
+          const v = Reflect.get(target, prop, target) as unknown
+          return typeof v === 'function' ? (...args: unknown[]) => { statements++; return (v as (...a: unknown[]) => unknown).apply(target, args) } : v
+        },
+      })
+      return recordUsage(counted, tenants.map((x, i) => ({ tenantId: x.id, metric: 'sms_received' as const, quantity: 1, at: mar + i, dedupeKey: `sms_received:many-${i}` })))
+    })
+    t.equal(inserted, 40, 'every usage row is billed')
+    t.equal(statements, 4, 'usage, close, open, usage again: not a few statements per tenant')
+    const ids = sql.array(tenants.map(x => x.id), 'uuid')
+    t.equal(await count(db.pool, 'billing_periods', sql.fragment`tenant_id = ANY(${ids}) AND status = 'ACTIVE' AND period_start = '2026-03-01T00:00:00Z'`), 40, 'each tenant has its March period, ACTIVE')
+
+    // One tenant, December ACTIVE, then January and February in one batch: December and January
+    // close, February is the one ACTIVE period.
+    const one = await addTenant(db.pool)
+    await db.pool.transaction(tx => recordUsage(tx, { tenantId: one.id, metric: 'sms_sent', quantity: 1, at: Date.UTC(2025, 11, 15) }))
+    t.equal(await db.pool.transaction(tx => recordUsage(tx, [
+      { tenantId: one.id, metric: 'sms_sent', quantity: 1, at: Date.UTC(2026, 1, 2) },
+      { tenantId: one.id, metric: 'sms_sent', quantity: 1, at: Date.UTC(2026, 0, 31, 23, 59, 59) },
+    ])), 2)
+    const periods = await listPeriods(db.pool, { tenantId: one.id, limit: 5 })
+    if (periods === 'bad-cursor') throw new Error('bad cursor')
+    t.match(periods.data.map(p => [p.periodStart, p.status]), [
+      ['2026-02-01T00:00:00.000Z', 'ACTIVE'], ['2026-01-01T00:00:00.000Z', 'CLOSED'], ['2025-12-01T00:00:00.000Z', 'CLOSED'],
+    ])
+    t.ok(periods.data.slice(1).every(p => p.closedAt !== null), 'the closed ones say when')
+  })
+
   t.test('RecordWriter: group commit, idempotent upserts, forward-only updates, list cursors', async t => {
     const tenant = await addTenant(db.pool)
     const rec = record(tenant, { proxy: proxy(61), agent: party(60), customer: party(61) })
