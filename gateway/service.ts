@@ -43,6 +43,7 @@ import { createSecretCipher } from '../sql/webhooks.js'
 import { listenerUrl, type Config } from './config.js'
 import { orAfter } from './deadline.js'
 import { busStreamName, createBus, type Bus, type BusMessage } from './bus.js'
+import { collectGarbage } from './heap.js'
 import { createHttpApp } from './http/index.js'
 import { createCallCounter } from './call-counter.js'
 import { createSessionRunner } from './session-runner.js'
@@ -177,9 +178,11 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     // included, while routes are missing.
     engine.reserve(await countLiveSessions(db.pool))
     const liveSessions = await loadLiveSessions(db.pool, cipher, (recs, extras) => { for (let i = 0; i < recs.length; i++) engine.load(recs[i]!, extras[i]) })
+    const loadedAt = performance.now()
+    const gcMs = collectGarbage() // the load's garbage, now rather than seconds into serving (gateway/heap.ts)
     log.info({
       liveSessions,
-      ms: { database: Math.round(rebuildAt - t0), tenantsAndNumbers: Math.round(sessionsAt - rebuildAt), sessions: Math.round(performance.now() - sessionsAt) },
+      ms: { database: Math.round(rebuildAt - t0), tenantsAndNumbers: Math.round(sessionsAt - rebuildAt), sessions: Math.round(loadedAt - sessionsAt), gc: Math.round(gcMs) },
       heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
     }, 'boot')
 

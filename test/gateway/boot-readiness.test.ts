@@ -87,5 +87,5 @@ t.test('nothing answers before every live session routes', async t => {
   t.same(voice.filter(a => !a.routed).length, 0, 'every call answered, from the first one on, is bridged to its session')
   t.same(answers.filter(a => a.kind === 'health' && a.status !== 200), [], 'health answers 200 once listening')
   const boot = logs.map(l => JSON.parse(l) as { msg: string; liveSessions?: number; ms?: Record<string, number> }).find(l => l.msg === 'boot')
-  t.match(boot, { liveSessions: N, ms: { sessions: Number } }, "the 'boot' line gives the load's phases")
+  t.match(boot, { liveSessions: N, ms: { sessions: Number, gc: Number } }, "the 'boot' line gives the load's phases, and the collection of its garbage")
 })
