@@ -40,7 +40,8 @@ export async function ensurePeriod(tx: Queries, tenantId: string, at: number): P
  * needed late (a call that ended at 23:59:59 on the last day, reported after midnight) is opened
  * CLOSED, so there is still one ACTIVE period; so is the earlier of two months asked for at once.
  * Concurrent openers meet in the unique indexes: ON CONFLICT DO NOTHING keeps the winner's row.
- * Rows go in tenant order, so two openers of the same tenants wait for each other, not deadlock.
+ * New rows go in tenant order; a deadlock between two nodes' writers opening the same tenants'
+ * periods is retried with the whole batch, like any other (sql/errors.ts, 40P01).
  */
 export async function openPeriods(tx: Queries, keys: ReadonlyArray<{ tenantId: string; at: number }>): Promise<void> {
   const wanted = new Map<string, { tenantId: string; start: number; at: number }>()
