@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { SandboxProvider } from '../../gateway/cpaas/sandbox-provider.js'
+import { NO_CHILD_COVERAGE } from '../support/child-service.js'
 
 const run = promisify(execFile)
 
@@ -22,7 +23,7 @@ t.test('returns distinct sandbox ids and keeps only a count', async t => {
 // (a private field, a closure, a module-level cache) would be found.
 t.test('keeps no copy of the numbers or the text, anywhere in the heap', async t => {
   const probe = fileURLToPath(new URL('../support/sandbox-heap-probe.ts', import.meta.url))
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', probe], { timeout: 60_000 })
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', probe], { timeout: 60_000, env: { ...process.env, ...NO_CHILD_COVERAGE } })
   const found = JSON.parse(stdout) as { kept: boolean[]; sent: boolean[]; alive: number }
   t.equal(found.alive, 2, 'both providers alive while the heap was searched')
   t.same(found.kept, [true, true, true], 'the search finds a copy held in a #private field')

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ConfigError, EnvSchema, loadConfig } from '../../gateway/config.js'
 import { validateSignatureConfig } from '../../gateway/cpaas/signature.js'
+import { NO_CHILD_COVERAGE } from '../support/child-service.js'
 
 // Every secret a telnyx deployment would set, each with a value that is easy to find in a message.
 const SECRETS = {
@@ -91,7 +92,7 @@ t.test('npm start stops with exit code 2 and the message on stderr', async t => 
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !(k in EnvSchema.properties)) env[k] = v
   Object.assign(env, {
     PORT: '0', DATA_DIR: tempDir(t), CPAAS_PROVIDER: 'telnyx', CPAAS_SIGNATURE: 'none', TELNYX_PUBLIC_KEY: PUBLIC_KEY,
-    TELNYX_BASE_URL: 'http://127.0.0.1:9/v2', ...SECRETS,
+    TELNYX_BASE_URL: 'http://127.0.0.1:9/v2', ...SECRETS, ...NO_CHILD_COVERAGE,
   })
   const child = spawn(process.execPath, ['--import', 'tsx', main], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = '', errOut = ''

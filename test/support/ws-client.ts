@@ -108,7 +108,9 @@ export function connectWs(
             const w = { n, done: () => { clearTimeout(t); ok() } }
             const t = setTimeout(() => {
               waiters.splice(waiters.indexOf(w), 1)
-              fail(new Error(`ws: ${client.messages.length} of ${n} messages after ${timeoutMs} ms`))
+              // Open or closed (and how) tells a service that stopped sending from one that hung up.
+              const state = socket.destroyed ? `socket closed, close code ${closeCode}` : 'socket open'
+              fail(new Error(`ws: ${client.messages.length} of ${n} messages after ${timeoutMs} ms (${state}, ${client.pingsReceived} pings received)`))
             }, timeoutMs)
             waiters.push(w)
           })
