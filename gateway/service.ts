@@ -369,9 +369,14 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const port = await http.listen(cfg.host, cfg.port)
     // Before any request is read: uWS serves them from later turns of the event loop.
     if (cfg.publicBaseUrl === null) services.config.publicBaseUrl = listenerUrl(cfg.host, port)
-    // WebSocket clients get 1001 at once; requests in flight get SHUTDOWN_GRACE_SECONDS.
+    // WebSocket clients get 1001 at once; requests in flight get SHUTDOWN_GRACE_SECONDS. Then one
+    // turn of the event loop's check phase: a voice fetch answers first and queues its call record
+    // in a setImmediate (gateway/telephony.ts), so a stop that began in the turn of an answer
+    // (nothing in flight) would otherwise close the record writer (a later closer) before that
+    // record reached it (test/durability/drain-last-call.test.ts).
     let httpClosing: Promise<void> | null = null
-    const closeHttp = () => (httpClosing ??= (stream?.closeAll(), http.close(cfg.shutdownGraceSeconds * 1000)))
+    const closeHttp = () => (httpClosing ??= (stream?.closeAll(), http.close(cfg.shutdownGraceSeconds * 1000)
+      .then(() => new Promise<void>(resolve => setImmediate(resolve)))))
     closers.unshift(closeHttp)
     Object.assign(metrics.sources, {
       liveSessions: () => engine.size(),

@@ -48,7 +48,12 @@ let accounts = 0
 /** Services started by this process: each gets its own rate-limit keys in the shared Redis. */
 let services = 0
 
-export async function startTestService(t: TapLike, opts: { env?: Record<string, string>; now?: () => number } = {}) {
+export async function startTestService(t: TapLike, opts: {
+  env?: Record<string, string>
+  now?: () => number
+  /** Called with each log line as the service writes it, synchronously (inside the request's own tick for an access line). */
+  onLogLine?: (line: string) => void
+} = {}) {
   const db = await testDatabase(t)
   const dataDir = mkdtempSync(join(tmpdir(), 'maskline-svc-'))
   const redisUrl = process.env.TEST_REDIS_URL || undefined
@@ -61,7 +66,7 @@ export async function startTestService(t: TapLike, opts: { env?: Record<string, 
     ...opts.env,
   })
   const logLines: string[] = []
-  const sink = new Writable({ write(chunk, _enc, cb) { logLines.push(String(chunk)); cb() } })
+  const sink = new Writable({ write(chunk, _enc, cb) { const line = String(chunk); logLines.push(line); opts.onLogLine?.(line); cb() } })
   const svc: RunningService = await startService({ config, db, logDestination: sink, checkResponses: true, rateLimitPrefix: `maskline:rl:test-${process.pid}-${++services}:`, ...(opts.now ? { now: opts.now } : {}) })
   const bodies: string[] = []
   /** Real numbers this test sent as parties: never to be seen in a response or a log line. */
