@@ -5,6 +5,8 @@
 //   none is started for a version memory already holds. Whatever order the reads come back in,
 //   engine.load() keeps the newer version (a live session by its version, a session that left
 //   memory by its tombstone), so an older state never replaces a newer one.
+//   pending(id) says when the reload under way is done (the events of that change wait for it
+//   before this node's WebSocket clients get them, gateway/service.ts).
 // - sweep(): the sessions whose version changed since the last sweep's watermark (migration 006:
 //   a transaction-id watermark, exact whatever the commit order) are compared with memory as
 //   (id, version, state), and only those that differ are read in full and loaded. It runs every
@@ -51,8 +53,8 @@ export interface SweepResult { changed: number; loaded: number; ms: number }
 export function createReconciler(d: ReconcilerDeps) {
   let since = d.since
   const sweepMs = d.sweepMs ?? SWEEP_MS
-  /** Sessions with a reload running; true: asked again meanwhile, reload once more. */
-  const reloading = new Map<string, boolean>()
+  /** Sessions with a reload running: `again` when asked again meanwhile (reload once more), `done` settles when it ends. */
+  const reloading = new Map<string, { again: boolean; done: Promise<void> }>()
   let sweeping: Promise<SweepResult | null> | null = null
   let again = false
   let closed = false
@@ -67,14 +69,13 @@ export function createReconciler(d: ReconcilerDeps) {
     return d.engine.get(id as SessionId)?.version ?? 0
   }
 
-  async function reloadLoop(id: string) {
+  async function reloadLoop(id: string, run: { again: boolean }) {
     try {
-      for (;;) {
-        reloading.set(id, false)
+      do {
+        run.again = false
         const state = await getLiveSessionState(d.db, id, d.cipher)
         if (state) await apply(state.rec, state.extras)
-        if (!reloading.get(id)) return
-      }
+      } while (run.again)
     } catch {
       // The sweep reads this change again (its watermark stays below it until a sweep succeeds).
       d.log.warn({ code: 'bus-reload' }, 'recoverable error')
@@ -144,9 +145,15 @@ export function createReconciler(d: ReconcilerDeps) {
     /** A bus message: another node committed `version` of this session. */
     reload(id: string, version: number): void {
       if (closed || heldVersion(id) >= version) return // held already: idempotent
-      if (reloading.has(id)) { reloading.set(id, true); return }
-      reloading.set(id, false)
-      void reloadLoop(id)
+      const running = reloading.get(id)
+      if (running) { running.again = true; return }
+      const run = { again: false, done: Promise.resolve() }
+      reloading.set(id, run)
+      run.done = reloadLoop(id, run) // never rejects
+    },
+    /** Settles when the reload of this session under way ends (loaded, or failed and logged); null: none runs. */
+    pending(id: string): Promise<void> | null {
+      return reloading.get(id)?.done ?? null
     },
     sweep,
     /** The bus may have lost messages: reconcile now, and once more shortly. */

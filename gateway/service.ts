@@ -49,6 +49,7 @@ import { createCallCounter } from './call-counter.js'
 import { createSessionRunner } from './session-runner.js'
 import { createReconciler } from './reconcile.js'
 import { createReplayer } from './replay.js'
+import { createEventOrder } from './event-order.js'
 import { sessionChangeWatermark } from '../sql/session-changes.js'
 import { TenantDirectory } from './tenant-directory.js'
 import { createTelephony } from './telephony.js'
@@ -112,6 +113,8 @@ const EXPIRY_SWEEP_MS = 250 // DECISIONS 4: expiry fires within 1 s of expiresAt
 const DAY_MS = 86_400_000
 const TENANT_RESYNC_MS = 30_000
 const ANNOUNCE_WAIT_MS = 250
+/** How long another node's events wait for this node's reload of their session (gateway/event-order.ts). */
+const RELOAD_WAIT_MS = 1_000
 const sqlPing = sql.unsafe`SELECT 1`
 const outboxBacklog = sql.unsafe`SELECT count(*) FROM outbox WHERE done_at IS NULL`
 
@@ -237,10 +240,16 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       : null
     if (replayer) closers.unshift(() => replayer.close())
     const toClients = (e: EventEnvelope) => (replayer ? replayer.deliver(e) : stream?.publishEvent(e))
+    // Another node's events wait for this node's reload of their session (gateway/event-order.ts).
+    let reloadUnderWay: (sessionId: string) => Promise<void> | null = () => null
+    const ordered = createEventOrder({
+      deliver: toClients, reloadUnderWay: id => reloadUnderWay(id), waitMs: RELOAD_WAIT_MS,
+      onError: err => log.error({ code: 'event-delivery', error: err }, 'event not delivered to WebSocket clients'),
+    })
 
     /** After a commit on this node: local WebSocket clients, the other nodes, the webhook dispatcher. */
     function fanOut(envelopes: EventEnvelope[], extra: BusMessage[] = []) {
-      for (const e of envelopes) toClients(e)
+      for (const e of envelopes) ordered.local(e)
       bus.publish([...extra, ...envelopes.map(envelope => ({ kind: 'event' as const, envelope }))])
       if (envelopes.length) dispatcher.wake()
     }
@@ -327,10 +336,11 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
         db: db.pool, engine, tenants, cipher, log, since: changesFrom, sweepMs: cfg.reconcileMs, alsoSweep: [() => optOuts.sweep()],
       })
       closers.unshift(() => reconciler.close())
+      reloadUnderWay = id => reconciler.pending(id)
       bus.onMessage(msg => {
         if (msg.kind === 'event') {
           callCounter.remote(msg.envelope)
-          toClients(msg.envelope)
+          ordered.remote(msg.envelope)
         }
         else if (msg.kind === 'tenant') tenants.changed({ id: msg.id }) // its state and its API keys
         else if (msg.kind === 'opt-out') optOuts.apply(msg)
