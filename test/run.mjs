@@ -13,12 +13,14 @@ const only = process.argv.slice(2) // optional test files/dirs to narrow a local
  * Issue #14: coverage only goes up. Each backend's whole-suite figures when the floor was set,
  * rounded down to a whole percent, less one point for the paths whose coverage depends on timing
  * (retries, races, reconnects). A run below a floor fails; raise the floors when coverage rises.
- * Set from the run of 950441b (statements / branches / functions / lines): services 85.15 / 84.8 /
- * 84.53 / 85.15 %, embedded 84.91 / 84.28 / 83.84 / 84.91 %.
+ * Set from the run of 291f29c, the first whose figures count the code run by tsx child processes
+ * correctly (statements / branches / functions / lines): services 95.97 / 91.18 / 94.08 / 95.97 %,
+ * embedded 95.37 / 90.68 / 93.63 / 95.37 %. (Earlier floors, 84-83 %, were set on figures that the
+ * child processes' coverage merges had broken.)
  */
 const COVERAGE_FLOOR = {
-  services: { statements: 84, branches: 83, functions: 83, lines: 84 },
-  embedded: { statements: 83, branches: 83, functions: 82, lines: 83 },
+  services: { statements: 94, branches: 90, functions: 93, lines: 94 },
+  embedded: { statements: 94, branches: 89, functions: 92, lines: 94 },
 }
 
 let passed = 0
