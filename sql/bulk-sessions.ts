@@ -2,9 +2,11 @@
 // counters of tenants and proxies, written a chunk at a time with INSERT … SELECT FROM unnest(…),
 // one array parameter per column, several chunks at once on a pool. Each chunk is one
 // transaction, counters included, so the counters always equal what committed. It trusts its
-// input: the quota is not checked, and a participant overlap or unknown proxy fails that chunk.
+// input: the quota is not checked, and a participant overlap or an unknown tenant or proxy fails
+// that chunk (the latter checked here: sessions have no foreign keys since migration 012).
 import { sql, type CommonQueryMethods } from 'slonik'
 import { ALL_CHANNELS, LIVE_STATES, type SessionRecord } from '../engine/types.js'
+import { StoreError } from './errors.js'
 import { iso, transact, type Db } from './transaction.js'
 
 export interface BulkSessionRow {
@@ -44,6 +46,12 @@ async function insertChunk(tx: CommonQueryMethods, chunk: readonly BulkSessionRo
   const text = (f: (r: BulkSessionRow) => string) => sql.array(col(f), 'text')
   const stamp = (f: (r: BulkSessionRow) => number | null) => sql.array(col(r => { const v = f(r); return v === null ? null : iso(v) }), 'timestamptz')
   const int = (f: (r: BulkSessionRow) => number) => sql.array(col(f), 'int4')
+  const missing = (await tx.oneFirst(sql.unsafe`
+    SELECT (SELECT count(*) FROM (SELECT DISTINCT t FROM unnest(${sql.array(col(r => r.rec.tenantId), 'uuid')}) AS t) u
+             WHERE NOT EXISTS (SELECT 1 FROM tenants WHERE id = u.t))
+         + (SELECT count(*) FROM (SELECT DISTINCT p FROM unnest(${text(r => r.rec.proxyNumber)}) AS p) u
+             WHERE NOT EXISTS (SELECT 1 FROM proxy_numbers WHERE number = u.p))`)) as number
+  if (missing > 0) throw new StoreError('not-found', '23503', 'sessions: unknown tenant or proxy number')
   await tx.query(sql.unsafe`
     INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes,
                           max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,

@@ -21,6 +21,7 @@ const SHIPPED = [
   '009_pool_alerts.sql',
   '010_outbox_without_tenant_key.sql',
   '011_call_count_from_records.sql',
+  '012_create_diet.sql',
 ]
 
 t.test('splitSqlStatements respects quotes, dollar quotes and comments', async t => {
@@ -67,12 +68,14 @@ t.test('an applied migration that was edited afterwards is refused', async t => 
   t.same(await migrate(db.pool, dir), ['999_extra.sql'], 'new files apply after the existing ones')
 })
 
-t.test('005, 010: the write-hot tables carry no foreign keys, call_records one time index fewer; unknown sessions are still refused', async t => {
+t.test('005, 010, 012: the write-hot tables carry no foreign keys, call_records one time index fewer; unknown sessions are still refused', async t => {
   const db = await testDatabase(t)
   const fks = await db.pool.anyFirst(sql.unsafe`
     SELECT conrelid::regclass || '.' || conname FROM pg_constraint
-    WHERE contype = 'f' AND conrelid::regclass::text IN ('call_records', 'sms_records', 'outbox') ORDER BY 1`)
-  t.same(fks, [], 'no foreign key on call_records, sms_records (005) and outbox (010)')
+    WHERE contype = 'f' AND conrelid::regclass::text IN ('call_records', 'sms_records', 'outbox', 'sessions', 'billing_events') ORDER BY 1`)
+  t.same(fks, [], 'no foreign key on call_records, sms_records (005), outbox (010), sessions and billing_events (012)')
+  const sessionIndexes = await db.pool.anyFirst(sql.unsafe`SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'sessions'::regclass ORDER BY 1`)
+  t.notOk(sessionIndexes.includes('sessions_customer_hash'), 'sessions_customer_hash dropped (012): sessions_pair_recent leads with the customer hash')
   const indexes = await db.pool.anyFirst(sql.unsafe`SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'call_records'::regclass ORDER BY 1`)
   t.same(indexes, ['call_records_pkey', 'call_records_provider_call_id_key', 'call_records_session', 'call_records_tenant_id', 'call_records_tenant_initiated'])
   // What the record inserts call for a row without its session (sql/record-apply.ts): SQLSTATE
@@ -110,7 +113,7 @@ t.test('011: counts kept before it stay exact, purged calls included', async t =
       INSERT INTO call_records (id, session_id, tenant_id, provider_call_id, status, direction, initiated_at, party_b_hash)
       VALUES (gen_random_uuid(), ${session(i)}, ${tenant}, ${`m011-${i}-${k}`}, 'COMPLETED', 'A_TO_B', ${at}::timestamptz, 'h')`)
   }
-  t.same(await migrate(db.pool), ['011_call_count_from_records.sql'])
+  t.same(await migrate(db.pool), readMigrations().filter(f => f.version >= '011').map(f => f.name))
   const rows = await db.pool.any(sql.unsafe`SELECT id, purged_calls FROM sessions ORDER BY id`)
   t.same(rows.map(r => r['purged_calls']), [3, 0, 0], 'only the calls without their records are carried')
   for (const [i, count, last] of [[1, 5, Date.UTC(2026, 0, 3, 10)], [2, 2, Date.UTC(2026, 0, 2, 10)], [3, 0, null]] as const) {

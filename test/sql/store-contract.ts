@@ -196,6 +196,31 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     t.equal(await updateSession(db.pool, { prev: a, next: { ...a, state: 'GRACE_PERIOD', version: 2 }, events: [] }), 'stale')
   })
 
+  // Migration 012 dropped the foreign keys of sessions and billing_events: what they refused is
+  // still refused, by the statements that write those rows.
+  t.test('no session or usage row without its tenant, proxy number or billing period', async t => {
+    const tenant = await addTenant(db.pool)
+    const ghost = { id: uuidv7() as SessionRecord['tenantId'], salt: tenant.salt }
+    const bulkRow = (tn: typeof tenant, proxyNumber: SessionRecord['proxyNumber'], n: number): BulkSessionRow => {
+      const rec = record(tn, { proxy: proxyNumber, agent: party(3000 + n), customer: party(3100 + n) })
+      return { rec, agentHash: hashParty(tn.salt, rec.agentPhone), customerHash: hashParty(tn.salt, rec.customerPhone), agentEnc: cipher.encrypt(rec.agentPhone), customerEnc: cipher.encrypt(rec.customerPhone) }
+    }
+    const before = await count(db.pool, 'sessions')
+    await t.rejects(bulkInsertSessions(db.pool, [bulkRow(tenant, proxy(60), 1), bulkRow(ghost, proxy(61), 2)]), { code: '23503' }, 'bulk: an unknown tenant fails the chunk')
+    await t.rejects(bulkInsertSessions(db.pool, [bulkRow(tenant, '+19995550000' as SessionRecord['proxyNumber'], 3)]), { code: '23503' }, 'bulk: an unknown proxy number fails the chunk')
+    t.equal(await count(db.pool, 'sessions'), before, 'nothing of either chunk was written')
+    // A create for a tenant that does not exist writes nothing: its tenant row gates the insert,
+    // and its month's billing period, which the create opens first, keeps its key to tenants.
+    await t.rejects(createSession(db.pool, createArgs(ghost, record(ghost, { proxy: proxy(62), agent: party(3200), customer: party(3201) }))), { code: '23503' }, 'create: refused without a tenant row')
+    // ... nor for a proxy number outside the pool.
+    t.equal(await createSession(db.pool, createArgs(tenant, record(tenant, { proxy: '+19995550001' as SessionRecord['proxyNumber'], agent: party(3202), customer: party(3203) }))), 'proxy-conflict', 'create: refused for a number outside the pool')
+    t.equal(await count(db.pool, 'sessions'), before, 'no session row')
+    t.equal(await count(db.pool, 'billing_events', sql.fragment`tenant_id = ${ghost.id}`), 0, 'no usage row without a billing period')
+    // Usage of an unknown tenant: its billing period cannot be opened (billing_periods keeps its key).
+    await t.rejects(recordUsage(db.pool, { tenantId: ghost.id, metric: 'session_created', quantity: 1, at: T0 }), /foreign key/, 'usage of an unknown tenant is refused')
+    t.equal(await count(db.pool, 'billing_events', sql.fragment`tenant_id = ${ghost.id}`), 0)
+  })
+
   t.test('listSessions walks every row exactly once when timestamps collide', async t => {
     const tenant = await addTenant(db.pool)
     const rows: BulkSessionRow[] = []
