@@ -19,6 +19,9 @@ export const RETRY_SCHEDULE_MS: readonly number[] = [
   0, 5_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 5 * 3_600_000, 10 * 3_600_000, 10 * 3_600_000,
 ]
 
+/** The default of DispatcherOptions.wakeGapMs: at most this much added to a delivery's first attempt. */
+export const WAKE_GAP_MS = 20
+
 /**
  * session.target_swapped is not subscribable (spec 6) but always delivered to a configured
  * webhook (DECISIONS 6); the synthetic event of POST /v1/webhooks/test is delivered whatever
@@ -46,6 +49,12 @@ export interface DispatcherOptions {
   /** Deliveries in flight at once on this node. */
   concurrency?: number
   pollIntervalMs?: number
+  /**
+   * wake() claims at most once per this many ms (the first wake after a quiet spell at once):
+   * every create and every record batch wakes the dispatcher, and a claim per wake, back to back
+   * under load, cost a third of the service's CPU per session create (issue 13).
+   */
+  wakeGapMs?: number
   newId?: () => string
   /** Counts each attempt's outcome (metrics). */
   onOutcome?: (outcome: 'delivered' | 'retry' | 'failed' | 'skipped' | 'error') => void
@@ -69,6 +78,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   const leaseMs = opts.leaseMs ?? Math.max(30_000, timeoutMs * 3)
   const concurrency = opts.concurrency ?? 32
   const pollIntervalMs = opts.pollIntervalMs ?? 500
+  const wakeGapMs = opts.wakeGapMs ?? WAKE_GAP_MS
   const newId = opts.newId ?? (() => uuidv7())
   const ownTransport = opts.transport ? null : createHttpTransport({ allowInsecure: opts.allowInsecure })
   const transport = opts.transport ?? ownTransport!
@@ -135,6 +145,9 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   let pumping = false
   let again = false
   const inflight = new Set<Promise<void>>()
+  /** When the last claim started (performance.now()), and the wake waiting for the gap to pass. */
+  let lastClaimAt = -Infinity
+  let wakeTimer: NodeJS.Timeout | null = null
 
   async function pump(): Promise<void> {
     if (!started || stopped) return
@@ -145,6 +158,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         again = false
         const free = concurrency - inflight.size
         if (free <= 0) break
+        lastClaimAt = performance.now()
         const batch = await claim(free)
         for (const ev of batch) {
           const p = safeDeliver(ev).finally(() => {
@@ -173,6 +187,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     async stop() {
       stopped = true
       if (interval) clearInterval(interval)
+      if (wakeTimer) clearTimeout(wakeTimer)
       while (pumping || inflight.size) {
         await Promise.allSettled([...inflight])
         if (pumping) await new Promise(r => setTimeout(r, 5))
@@ -180,7 +195,12 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       ownTransport?.close()
     },
     wake() {
-      void pump()
+      if (wakeTimer || !started || stopped) return
+      const wait = lastClaimAt + wakeGapMs - performance.now()
+      if (wait <= 0 && !pumping) { void pump(); return }
+      // A claim ran moments ago or runs now: one more once the gap has passed covers every wake
+      // until then (what they wrote is due by then; a full batch is claimed again at once anyway).
+      wakeTimer = setTimeout(() => { wakeTimer = null; void pump() }, Math.max(1, wait))
     },
     async runOnce() {
       const batch = await claim(concurrency)
