@@ -94,6 +94,8 @@ export function connectWs(
       const waiters: Array<{ n: number; done: () => void }> = []
       let fragments: Buffer[] = []
       let closeCode = 1006
+      let ending = ''
+      const openedAt = performance.now()
       let resolveClosed!: (code: number) => void
       const client: WsClient = {
         protocol: (res.headers['sec-websocket-protocol'] as string | undefined) ?? null,
@@ -109,7 +111,7 @@ export function connectWs(
             const t = setTimeout(() => {
               waiters.splice(waiters.indexOf(w), 1)
               // Open or closed (and how) tells a service that stopped sending from one that hung up.
-              const state = socket.destroyed ? `socket closed, close code ${closeCode}` : 'socket open'
+              const state = socket.destroyed ? `socket closed, close code ${closeCode}, ${ending || 'closed on this side'}` : 'socket open'
               fail(new Error(`ws: ${client.messages.length} of ${n} messages after ${timeoutMs} ms (${state}, ${client.pingsReceived} pings received)`))
             }, timeoutMs)
             waiters.push(w)
@@ -141,7 +143,10 @@ export function connectWs(
         }
       })
       socket.on('data', parse)
-      socket.on('error', () => {})
+      // How the connection ended, for a timeout's message: the server's FIN, an error (a reset), or
+      // this side (the test's own close or destroy).
+      socket.on('end', () => { ending ||= `FIN from the server after ${Math.round(performance.now() - openedAt)} ms` })
+      socket.on('error', (err: NodeJS.ErrnoException) => { ending ||= `${err.code ?? err.message} after ${Math.round(performance.now() - openedAt)} ms` })
       socket.on('close', () => resolveClosed(closeCode))
       if (head.length) parse(head)
       resolve(client)
