@@ -6,7 +6,7 @@
 //   engine.load() keeps the newer version (a live session by its version, a session that left
 //   memory by its tombstone), so an older state never replaces a newer one.
 //   pending(id) says when the reload under way is done (the events of that change wait for it
-//   before this node's WebSocket clients get them, gateway/service.ts).
+//   before this node's WebSocket clients get them, gateway/event-order.ts).
 // - sweep(): the sessions whose version changed since the last sweep's watermark (migration 006:
 //   a transaction-id watermark, exact whatever the commit order) are compared with memory as
 //   (id, version, state), and only those that differ are read in full and loaded. It runs every
