@@ -34,15 +34,15 @@ export function createEventOrder(d: EventOrderDeps): EventOrder {
   function send(e: EventEnvelope, remote: boolean): void {
     const id = e.data.sessionId
     const before = id === undefined ? null : queued.get(id) ?? (remote ? d.reloadUnderWay(id) : null)
-    if (before === null) {
+    if (id === undefined || before === null) {
       d.deliver(e)
       return
     }
     const tail = orAfter(before, d.waitMs, undefined)
       .then(() => { d.deliver(e) })
       .catch(d.onError)
-    queued.set(id!, tail)
-    void tail.then(() => { if (queued.get(id!) === tail) queued.delete(id!) })
+    queued.set(id, tail)
+    void tail.then(() => { if (queued.get(id) === tail) queued.delete(id) })
   }
 
   return {
