@@ -34,7 +34,8 @@ export interface ApiRequest<B = any, Q = any, P = any> {
   /** The path without the query string. Never log it: it may carry a number. */
   path: string
   rawQuery: string
-  ip: string
+  /** The client's address (TRUSTED_PROXY applies); null unless the route sets `clientIp`. */
+  ip: string | null
   auth: AuthContext | null
   services: Services
   /** The form fields of a `form` route's body, parsed once by the pipeline; null when malformed. */
@@ -79,6 +80,12 @@ export interface RouteDef {
   contentType?: string
   /** Count against the tenant's per-minute limit (spec 8.1). Default: true for authenticated routes. */
   rateLimit?: boolean
+  /**
+   * The handler reads `req.ip` (per-address throttles). Only these routes ask uWS for the peer
+   * address: it comes as a new ArrayBuffer per request, ~4.6 µs of service CPU on a session read
+   * (its allocation and the collector's work for it; bench/RESULTS.md, eleventh session).
+   */
+  clientIp?: boolean
   summary?: string
   handler: (req: ApiRequest) => Promise<ApiReply> | ApiReply
 }

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { uuidv7 } from '../vocabulary/ids.js'
-import { route, ApiProblem, type RouteDef } from '../route.js'
+import { route, ApiProblem, type ApiRequest, type RouteDef } from '../route.js'
 import { Email, Tier, UserView, Uuid, StringEnum } from '../schemas/common.js'
 import { rateLimitHeaders, LOGIN_LIMIT_PER_IP, TOKEN_LIMIT_PER_KEY, WINDOW_MS } from '../rate-limit/limiter.js'
 import { apiKeyHash, newCredentials } from '../auth/credentials.js'
@@ -46,6 +46,12 @@ const SIGNUP_LIMIT_PER_IP = 20
 /** Retry-After of a throttle that cannot decide: about how long Redis takes to be reconnected. */
 const THROTTLE_DOWN_RETRY_AFTER_S = 2
 
+/** The address a per-address throttle counts: captured for the routes that set `clientIp`. */
+function peer(req: ApiRequest): string {
+  if (req.ip === null) throw new Error('this route reads the client address without clientIp: true')
+  return req.ip
+}
+
 /**
  * A per-key or per-IP throttle of spec 8.4; its headers go on every answer of the route. It fails
  * closed: when the limiter cannot decide (Redis down), 503 + Retry-After, at once.
@@ -78,10 +84,10 @@ export const authRoutes: RouteDef[] = [
   }),
   route({
     method: 'POST', path: '/v1/auth/signup', auth: 'none', summary: 'Create a tenant and its OWNER user',
-    body: SignupBody, response: { 201: SignupReply }, problems: ['validation', 'conflict', 'rate-limit', 'unavailable'],
+    body: SignupBody, response: { 201: SignupReply }, problems: ['validation', 'conflict', 'rate-limit', 'unavailable'], clientIp: true,
     async handler(req) {
       const s = req.services
-      const limits = await throttle(s, `signup:${req.ip}`, SIGNUP_LIMIT_PER_IP)
+      const limits = await throttle(s, `signup:${peer(req)}`, SIGNUP_LIMIT_PER_IP)
       const { companyName, email, password } = req.body
       const tenantId = uuidv7(s.now())
       const userId = uuidv7(s.now())
@@ -102,10 +108,10 @@ export const authRoutes: RouteDef[] = [
   }),
   route({
     method: 'POST', path: '/v1/auth/dashboard/login', auth: 'none', summary: 'Trade email and password for a 24-hour dashboard token',
-    body: LoginBody, response: { 200: LoginReply }, problems: ['validation', 'unauthorized', 'forbidden', 'rate-limit', 'unavailable'],
+    body: LoginBody, response: { 200: LoginReply }, problems: ['validation', 'unauthorized', 'forbidden', 'rate-limit', 'unavailable'], clientIp: true,
     async handler(req) {
       const s = req.services
-      const limits = await throttle(s, `login:${req.ip}`, LOGIN_LIMIT_PER_IP)
+      const limits = await throttle(s, `login:${peer(req)}`, LOGIN_LIMIT_PER_IP)
       const user = await findUserByEmail(s.db, req.body.email)
       const account = accountKey(req.body.email, user?.id ?? null)
       refuseLockedAccount(s, account) // issue 19: bounds guesses spread over many addresses

@@ -145,7 +145,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
 }
 
 function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpRequest): void {
-  const c = capture(res, req, r.paramNames, env.clientIp)
+  const c = capture(res, req, r.paramNames, r.def.clientIp ? env.clientIp : null)
   res.onAborted(() => {
     c.aborted = true
     c.abortBody?.()
@@ -369,7 +369,7 @@ function finish(env: Env, route: string | null, res: HttpResponse, c: Captured, 
 }
 
 function fallback(env: Env, res: HttpResponse, req: HttpRequest, route: string | null, slug: 'not-found' | 'method-not-allowed', extra?: { allow: string }): void {
-  const c = capture(res, req, [], env.clientIp)
+  const c = capture(res, req, [], null)
   env.inFlight++
   const detail = slug === 'not-found' ? 'No such endpoint' : `Allowed methods: ${extra!.allow}`
   finish(env, route, res, c, problemOut(env, slug, detail, undefined, extra ? { allow: extra.allow } : undefined), null)

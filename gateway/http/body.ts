@@ -52,14 +52,25 @@ export function readBody(res: HttpResponse, limit: number, onAbort: (abort: () =
     }
     if (isLast && first === null && chunks === null) {
       // The common case: the whole body in one chunk.
-      resolve(ab.byteLength ? Buffer.from(ab.slice(0)) : EMPTY)
+      resolve(ab.byteLength ? copyOf(ab) : EMPTY)
       return
     }
-    const copy = Buffer.from(ab.slice(0))
+    const copy = copyOf(ab)
     if (first === null) first = copy
     else (chunks ??= [first]).push(copy)
     if (isLast) resolve(chunks ? Buffer.concat(chunks, size) : first)
   })
+}
+
+/**
+ * A chunk copied out of uWS. Into Node's Buffer pool when it is small (every callback and REST
+ * body): `Buffer.from(ab.slice(0))` made a new ArrayBuffer per request, and those cost the
+ * service as much again in the collector (bench/RESULTS.md, eleventh session).
+ */
+function copyOf(ab: ArrayBuffer): Buffer {
+  const b = Buffer.allocUnsafe(ab.byteLength)
+  b.set(new Uint8Array(ab))
+  return b
 }
 
 /**

@@ -9,17 +9,16 @@ export interface Captured {
   path: string
   rawQuery: string
   params: Record<string, string>
-  ip: string
+  /** Only for routes that read it (RouteDef.clientIp): the address costs an ArrayBuffer per request. */
+  ip: string | null
   start: number
   aborted: boolean
   /** Set while the body is being read: the client leaving ends the read. */
   abortBody?: () => void
 }
 
-/** The peer address is the client unless `clientIp` (TRUSTED_PROXY) says otherwise. */
-const peerOnly: ClientIpResolver = peer => peer
-
-export function capture(res: HttpResponse, req: HttpRequest, paramNames: readonly string[], clientIp: ClientIpResolver = peerOnly): Captured {
+/** `clientIp` (TRUSTED_PROXY applied) for the routes that read the address, null for the rest. */
+export function capture(res: HttpResponse, req: HttpRequest, paramNames: readonly string[], clientIp: ClientIpResolver | null): Captured {
   const headers: Record<string, string> = {}
   req.forEach((k, v) => { headers[k] = v })
   const params: Record<string, string> = {}
@@ -33,7 +32,7 @@ export function capture(res: HttpResponse, req: HttpRequest, paramNames: readonl
     path: req.getUrl(),
     rawQuery: req.getQuery() ?? '',
     params,
-    ip: clientIp(Buffer.from(res.getRemoteAddressAsText()).toString(), headers['x-forwarded-for']),
+    ip: clientIp && clientIp(Buffer.from(res.getRemoteAddressAsText()).toString(), headers['x-forwarded-for']),
     start: performance.now(),
     aborted: false,
   }
