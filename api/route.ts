@@ -42,6 +42,19 @@ export interface ApiRequest<B = any, Q = any, P = any> {
   form: Record<string, string> | null
 }
 
+/**
+ * A JSON body written by a serializer that emits exactly its route's response schema (a hot read:
+ * GET /v1/sessions/:id of a live session). Sent as is, without the allow-list copy and
+ * JSON.stringify; with checkResponses (tests) it is parsed and checked against the schema, and
+ * refused if it carries a field the schema does not declare (gateway/http/app.ts replyOut).
+ */
+export class JsonText {
+  readonly text: string
+  constructor(text: string) {
+    this.text = text
+  }
+}
+
 export interface ApiReply {
   status: number
   body?: unknown

@@ -3,6 +3,7 @@
 import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
 import type { CreateSessionBody, PatchSessionBody, SessionView } from './schemas/session.js'
+import type { JsonText } from './route.js'
 import type { TenantRouting } from '../engine/types.js'
 import type { RateLimiter } from './rate-limit/limiter.js'
 import type { Authenticator } from './auth/authenticate.js'
@@ -20,8 +21,8 @@ export interface ServiceConfig {
 export interface SessionCommands {
   create(tenantId: string, body: CreateSessionBody, idempotency?: { key: string; requestHash: string }):
     Promise<{ status: number; body: unknown; replayed: boolean }>
-  /** Synchronous for a live session (answered from memory, issue 13); a promise otherwise. */
-  get(tenantId: string, id: string): SessionView | Promise<SessionView>
+  /** Synchronous for a live session (answered from memory as JSON text, issue 13); a promise otherwise. */
+  get(tenantId: string, id: string): JsonText | SessionView | Promise<SessionView>
   end(tenantId: string, id: string): Promise<SessionView>
   patch(tenantId: string, id: string, body: PatchSessionBody): Promise<SessionView>
   swapTarget(tenantId: string, id: string, customerPhone: string): Promise<SessionView>

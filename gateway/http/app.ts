@@ -2,6 +2,7 @@
 // `ws` hook) the WebSocket stream (DECISIONS 1). Every request runs the same short pipeline:
 //   capture (sync) → body (onData, capped) → auth → tenant rate limit → parse + validate →
 //   handler → allow-list serialization → corked write → one log line.
+import { isDeepStrictEqual } from 'node:util'
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import { accessLineWriter, type AccessLine } from '../../api/log.js'
@@ -9,7 +10,7 @@ import { TIER_LIMITS } from '../../engine/types.js'
 import type { Authenticator } from '../../api/auth/authenticate.js'
 import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
 import { rateLimitHeaders, WINDOW_MS, type RateDecision, type RateLimiter } from '../../api/rate-limit/limiter.js'
-import { ApiProblem, type ApiReply, type ApiRequest, type AuthContext, type RouteDef } from '../../api/route.js'
+import { ApiProblem, JsonText, type ApiReply, type ApiRequest, type AuthContext, type RouteDef } from '../../api/route.js'
 import type { Services } from '../../api/services.js'
 import { hasUnicodeEscape, isUtf8, uncleanTextAt, UNCLEAN_TEXT_DETAIL } from '../../api/text-guard.js'
 import { formFromPairs, formPairs, type FormPair } from '../../api/cpaas/form.js'
@@ -315,6 +316,14 @@ function replyOut(env: Env, r: CompiledRoute, reply: ApiReply): Outgoing {
   if (contentType !== JSON_TYPE) {
     if (typeof reply.body !== 'string' && !Buffer.isBuffer(reply.body)) throw new UndeclaredResponse(reply.status, 'is not JSON and not text')
     return { status: reply.status, contentType, body: reply.body, headers: [reply.headers] }
+  }
+  if (reply.body instanceof JsonText) {
+    if (env.checkResponses) {
+      const parsed: unknown = JSON.parse(reply.body.text)
+      if (!r.responseChecks.get(reply.status)!(parsed)) throw new UndeclaredResponse(reply.status, 'does not match its schema')
+      if (!isDeepStrictEqual(picker!(parsed), parsed)) throw new UndeclaredResponse(reply.status, 'carries a field its schema does not declare')
+    }
+    return { status: reply.status, contentType, body: reply.body.text, headers: [reply.headers] }
   }
   const picked = picker!(reply.body)
   if (env.checkResponses && !r.responseChecks.get(reply.status)!(picked)) throw new UndeclaredResponse(reply.status, 'does not match its schema')

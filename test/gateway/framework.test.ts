@@ -3,7 +3,7 @@
 import { request as httpRequest } from 'node:http'
 import t, { type Test } from 'tap'
 import { Type } from '@sinclair/typebox'
-import { route, ApiProblem } from '../../api/route.js'
+import { route, ApiProblem, JsonText } from '../../api/route.js'
 import { E164, Uuid } from '../../api/schemas/common.js'
 import { problems } from '../../api/problems.js'
 import { startApi, problem, INSTANCE_RE, type Api } from './harness.js'
@@ -70,6 +70,15 @@ const testRoutes = [
   route({
     method: 'GET', path: '/t/bad-shape', auth: 'none', response: { 200: Type.Object({ a: Type.String() }) }, problems: [],
     handler: () => ({ status: 200, body: { b: 'x' } }),
+  }),
+  route({
+    // A body written as JSON text (gateway/session-runner.ts viewJson): sent as is, checked in tests.
+    method: 'GET', path: '/t/json-text', auth: 'none', query: Type.Object({ as: Type.String() }),
+    response: { 200: Type.Object({ a: Type.String(), n: Type.Optional(Type.Integer()) }) }, problems: [],
+    handler(req) {
+      const text = { ok: '{"a":"x","n":2}', extra: `{"a":"x","agentPhone":"${PHONE}"}`, wrong: '{"a":1}' }[req.query.as as 'ok' | 'extra' | 'wrong']
+      return { status: 200, body: new JsonText(text) }
+    },
   }),
   route({
     method: 'GET', path: '/t/problem', auth: 'none', response: { 200: null }, problems: ['target-conflict'],
@@ -230,6 +239,17 @@ t.test('responses go through the allow-list', async t => {
   t.same(u1.body, { verified: true, sessionId: 's1' })
   const u2 = await api.get('/t/union?found=false')
   t.same(u2.body, { verified: false }, 'the variant that matches decides the fields')
+})
+
+t.test('a JSON text body is sent as written, and checked like any other', async t => {
+  const api = await start(t)
+  const ok = await api.get('/t/json-text?as=ok')
+  t.equal(ok.status, 200)
+  t.equal(ok.text, '{"a":"x","n":2}', 'the text itself, not a re-serialization')
+  const extra = await api.get('/t/json-text?as=extra')
+  t.equal(extra.status, 500, 'a field the schema does not declare is refused, not sent')
+  t.notMatch(extra.text, /\+\d{8,15}/)
+  t.equal((await api.get('/t/json-text?as=wrong')).status, 500, 'a field of the wrong type is refused')
 })
 
 t.test('unknown errors: 500 internal, no message anywhere', async t => {
