@@ -153,7 +153,7 @@ function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpReque
   })
   env.inFlight++
   if (!r.readsBody) {
-    void run(env, r, res, c, null)
+    run(env, r, res, c, null)
     return
   }
   const declared = c.headers['content-length']
@@ -166,7 +166,7 @@ function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpReque
   readBody(res, r.bodyLimit, abort => { c.abortBody = abort }, (err, body) => {
     c.abortBody = undefined
     if (err === null) {
-      void run(env, r, res, c, body)
+      run(env, r, res, c, body)
       return
     }
     // 499 (nginx's "client closed request"): logged, nothing is sent.
@@ -176,49 +176,89 @@ function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpReque
   })
 }
 
-async function run(env: Env, r: CompiledRoute, res: HttpResponse, c: Captured, raw: Buffer | null): Promise<void> {
+/** A request between the steps of its pipeline (run, advance). */
+interface Job {
+  env: Env
+  r: CompiledRoute
+  res: HttpResponse
+  c: Captured
+  raw: Buffer | null
+  /** A form callback's body, parsed once for its signature and its handler. */
+  pairs: readonly FormPair[] | null | undefined
+  auth: AuthContext | null
+  limitAt: number
+  limitHeaders: Record<string, string> | undefined
+}
+
+// Where advance() resumes, named by the result it takes: none yet, the authentication, the
+// tenant limit's decision; after LIMITED, the handler's reply.
+const START = 0, AUTHENTICATED = 1, LIMITED = 2
+
+function run(env: Env, r: CompiledRoute, res: HttpResponse, c: Captured, raw: Buffer | null): void {
+  const pairs = r.def.form && raw ? formPairs(raw) : undefined
+  advance({ env, r, res, c, raw, pairs, auth: null, limitAt: 0, limitHeaders: undefined }, START, undefined)
+}
+
+/**
+ * Runs the pipeline from `step` on. A step whose result is at hand goes straight on: on the hot
+ * path (a cached token, the in-memory limiter, a handler answering from memory) the request is
+ * answered in uWS's own callback with no promise at all (as an async function this pipeline cost
+ * every request a promise, and the async hooks slonik's AsyncLocalStorage turns on ran for it). A
+ * step that returns a promise continues from the next step when it settles.
+ */
+function advance(job: Job, step: number, value: unknown): void {
+  const { env, r, c } = job
   const def = r.def
-  let auth: AuthContext | null = null
-  let limitHeaders: Record<string, string> | undefined
-  let out: Outgoing
+  let out: Outgoing | undefined
   let failure: unknown = null
-  // A form callback's body is parsed once, for its signature and its handler.
-  const pairs = def.form && raw ? formPairs(raw) : undefined
   try {
-    if (def.signed) {
-      const v = env.verifyCallback!({ headers: c.headers, rawBody: raw ?? EMPTY, path: c.path, query: c.rawQuery, ...(pairs !== undefined ? { pairs } : {}) })
-      if (!v.ok) {
-        env.log.warn({ reason: v.reason, callback: def.signed.name }, 'callback signature refused')
-        out = replyOut(env, r, def.signed.refusal)
-        finish(env, def.path, res, c, out, null)
+    while (out === undefined) {
+      let next: unknown
+      if (step === START) {
+        if (def.signed) {
+          const v = env.verifyCallback!({ headers: c.headers, rawBody: job.raw ?? EMPTY, path: c.path, query: c.rawQuery, ...(job.pairs !== undefined ? { pairs: job.pairs } : {}) })
+          if (!v.ok) {
+            env.log.warn({ reason: v.reason, callback: def.signed.name }, 'callback signature refused')
+            out = replyOut(env, r, def.signed.refusal)
+            break
+          }
+        }
+        next = def.auth === 'none' ? null : env.auth.authenticate(c.headers.authorization, def.auth, def.roles)
+      } else if (step === AUTHENTICATED) {
+        const auth = job.auth = value as AuthContext | null
+        if (auth && r.rateLimited) {
+          job.limitAt = env.services.now()
+          next = tenantLimit(env, auth)
+        } else next = null
+      } else if (step === LIMITED) {
+        const d = value as RateDecision | null
+        if (d) {
+          job.limitHeaders = rateLimitHeaders(d, job.limitAt)
+          if (!d.allowed) throw new ApiProblem('rate-limit', `At most ${d.limit} requests per minute on the ${job.auth!.tier} tier`)
+        }
+        next = def.handler(buildRequest(env, r, c, job.raw, job.auth, job.pairs))
+      } else { // the handler's reply
+        out = replyOut(env, r, value as ApiReply)
+        break
+      }
+      step++
+      if (next instanceof Promise) {
+        const resume = step
+        next.then(v => advance(job, resume, v), (err: unknown) => answer(job, errorOut(env, err), err))
         return
       }
+      value = next
     }
-    // Awaited only when a step is asynchronous: on the hot path (a cached token, the in-memory
-    // limiter, a handler answering from memory) the request is answered in the same tick, with no
-    // promise turn per step.
-    if (def.auth !== 'none') {
-      const a = env.auth.authenticate(c.headers.authorization, def.auth, def.roles)
-      auth = a instanceof Promise ? await a : a
-    }
-    if (auth && r.rateLimited) {
-      const now = env.services.now()
-      const l = tenantLimit(env, auth)
-      const d = l instanceof Promise ? await l : l
-      if (d) {
-        limitHeaders = rateLimitHeaders(d, now)
-        if (!d.allowed) throw new ApiProblem('rate-limit', `At most ${d.limit} requests per minute on the ${auth.tier} tier`)
-      }
-    }
-    const apiReq = buildRequest(env, r, c, raw, auth, pairs)
-    const h = def.handler(apiReq)
-    out = replyOut(env, r, h instanceof Promise ? await h : h)
   } catch (err) {
     failure = err
     out = errorOut(env, err)
   }
-  if (limitHeaders) out.headers.unshift(limitHeaders)
-  finish(env, def.path, res, c, out, auth, false, failure)
+  answer(job, out!, failure)
+}
+
+function answer(job: Job, out: Outgoing, failure: unknown): void {
+  if (job.limitHeaders) out.headers.unshift(job.limitHeaders)
+  finish(job.env, job.r.def.path, job.res, job.c, out, job.auth, false, failure)
 }
 
 /**
