@@ -38,9 +38,10 @@ export function startNodeFlags(): string[] {
 /**
  * How to start the service: the compiled entry, unless dist/ cannot run (the build copies no
  * .sql files, so dist/sql/migrations/ may be missing); then the same sources through tsx. Either
- * way with `npm start`'s Node flags.
+ * way with `npm start`'s Node flags, and BENCH_NODE_FLAGS after them for a diagnosis (e.g.
+ * `--trace-gc`: the collector's pauses land in the service's log; the run's report names the flags).
  */
-const NODE_FLAGS = startNodeFlags()
+const NODE_FLAGS = [...startNodeFlags(), ...(process.env.BENCH_NODE_FLAGS?.trim().split(/\s+/).filter(Boolean) ?? [])]
 let entryArgs: string[] = [...NODE_FLAGS, ENTRY]
 export let serviceEntry = [...NODE_FLAGS, ENTRY].join(' ')
 
