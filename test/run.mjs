@@ -55,7 +55,8 @@ async function suite(name, env, floor) {
   const total = Number(m[1]); const pass = Number(m[2]); const skip = Number(m[4] ?? 0); const fail = Number(m[3] ?? total - pass - skip)
   passed += pass
   failed += fail
-  const below = [...out.matchAll(/^# ERROR: incomplete (\w+) coverage \(([\d.]+)%\)/gm)].map(m => `${m[1]} ${m[2]}% < ${floor[m[1]]}%`)
+  // tap still prints its coverage errors on a narrowed run (no floors passed): they judge nothing there.
+  const below = only.length ? [] : [...out.matchAll(/^# ERROR: incomplete (\w+) coverage \(([\d.]+)%\)/gm)].map(m => `${m[1]} ${m[2]}% < ${floor[m[1]]}%`)
   if (below.length) { failed++; failures.push(`${name}: coverage below its floor (${below.join(', ')})`) }
   if (fail) failures.push(`${name}: ${fail} failing`)
   else if (code !== 0 && !below.length) { failed++; failures.push(`${name}: exit ${code}`) }
