@@ -2,6 +2,7 @@
 // implementations (in-memory, and Redis against the real server) on an injected clock.
 import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
+import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { sql } from 'slonik'
 import { Type } from '@sinclair/typebox'
@@ -48,6 +49,41 @@ function limiterContract(name: string, make: (t: Test, now: () => number) => Pro
 }
 
 limiterContract('memory', async (_t, now) => createMemoryRateLimiter({ now }))
+/** Spec 8.1 said as plainly as possible: every admission time kept, counted anew on each hit. */
+function referenceLimiter(now: () => number) {
+  const admitted = new Map<string, number[]>()
+  return (key: string, limit: number, windowMs: number) => {
+    const t = now()
+    const times = (admitted.get(key) ?? []).filter(x => x > t - windowMs)
+    admitted.set(key, times)
+    if (times.length >= limit) return { allowed: false, limit, remaining: 0, resetAt: times[0]! + windowMs }
+    times.push(t)
+    return { allowed: true, limit, remaining: limit - times.length, resetAt: times[0]! + windowMs }
+  }
+}
+
+t.test('memory: the same decisions as the plain sliding log, whatever the clock, keys and limits do', async t => {
+  const step = fc.record({
+    advance: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 500 }), fc.integer({ min: 1_000, max: 70_000 })),
+    key: fc.constantFrom('a', 'b', 'c'),
+    // A tier change between hits of one key (upgrade and downgrade), as the tenant limit sees it.
+    limit: fc.constantFrom(1, 2, 3, 5, 8),
+  })
+  fc.assert(fc.property(fc.array(step, { maxLength: 300 }), fc.integer({ min: 1, max: 40 }), (steps, sweepEvery) => {
+    let now = T0
+    const clock = () => now
+    const memory = createMemoryRateLimiter({ now: clock, sweepEvery })
+    const reference = referenceLimiter(clock)
+    for (const s of steps) {
+      now += s.advance
+      const got = memory.hit(s.key, s.limit, 60_000)
+      const want = reference(s.key, s.limit, 60_000)
+      if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`at ${now - T0} ms, ${JSON.stringify(s)}: ${JSON.stringify(got)} != ${JSON.stringify(want)}`)
+    }
+  }), { numRuns: 500 })
+  t.pass('500 random sequences agree')
+})
+
 limiterContract('redis', async (t, now) => {
   const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 })
   await redis.connect()
