@@ -27,7 +27,17 @@ interface SocketData {
   topics: string[]
   expMs: number | undefined
   expiryTimer?: NodeJS.Timeout
+  /** performance.now() at open: how long a socket lived, for the abnormal-close line. */
+  openedAt?: number
 }
+
+/**
+ * A socket that uWS closed without a close frame (1006) this soon after it opened is logged with
+ * uWS's own reason (its close message: "Received too big message", a protocol error, ...). Test
+ * runs have seen clients dropped this way 1 ms after the upgrade, with nothing in the service's
+ * log to say why (bench/RESULTS.md and the closing notes call it the stream flake).
+ */
+const EARLY_ABNORMAL_CLOSE_MS = 1_000
 
 export interface StreamOptions {
   verifyTenantToken: (token: string) => Promise<StreamPrincipal>
@@ -134,6 +144,7 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
 
     open(ws: WebSocket<SocketData>) {
       const data = ws.getUserData()
+      data.openedAt = performance.now()
       for (const topic of data.topics) ws.subscribe(topic)
       sockets.add(ws)
       // A token is good for 900 s; the stream does not outlive it (the client reconnects with a fresh one).
@@ -149,11 +160,17 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
       // Nothing is expected from clients; ignoring keeps a chatty client harmless.
     },
 
-    close(ws: WebSocket<SocketData>, code: number) {
+    close(ws: WebSocket<SocketData>, code: number, message: ArrayBuffer) {
       const data = ws.getUserData()
       if (data.expiryTimer) clearTimeout(data.expiryTimer)
       sockets.delete(ws)
       opts.onClose?.(code)
+      const livedMs = data.openedAt === undefined ? null : Math.round(performance.now() - data.openedAt)
+      if (code === 1006 && livedMs !== null && livedMs < EARLY_ABNORMAL_CLOSE_MS) {
+        // uWS's reason is its own text (never client data); bounded all the same.
+        const reason = Buffer.from(message).toString('utf8', 0, Math.min(message.byteLength, 120))
+        log.warn({ code: 'stream-early-close', closeCode: code, reason, livedMs, tenantId: data.tenantId, sockets: sockets.size }, 'stream closed without a close frame right after opening')
+      }
       log.debug({ tenantId: data.tenantId, code }, 'stream closed')
     },
   })

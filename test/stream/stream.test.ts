@@ -4,23 +4,23 @@ import uWS from 'uWebSockets.js'
 import { buildEnvelope, type EventType } from '../../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../../api/vocabulary/ids.js'
 import { issueToken } from '../../api/auth/tokens.js'
-import { registerStream, type Stream } from '../../gateway/stream/stream.js'
+import { registerStream, type Stream, type StreamOptions } from '../../gateway/stream/stream.js'
 import { streamTokenVerifier } from '../../gateway/stream/auth.js'
 import { createAuthenticator } from '../../api/auth/authenticate.js'
 import { fixedDirectory } from '../support/auth-directory.js'
-import { connectWs, type HandshakeRefused, type WsClient } from '../support/ws-client.js'
+import { connectWs, encodeFrame, type HandshakeRefused, type WsClient } from '../support/ws-client.js'
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} }
 const jwtSecret = new TextEncoder().encode('stream-test-secret-that-is-32-bytes-long!')
 
-async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: Set<string> } = {}) {
+async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: Set<string>; log?: StreamOptions['log'] } = {}) {
   const app = uWS.App()
   const stream: Stream = registerStream(app, {
     verifyTenantToken: streamTokenVerifier(createAuthenticator({
       jwtSecret, now: Date.now,
       directory: fixedDirectory(id => ({ id, status: opts.suspended?.has(id) ? 'SUSPENDED' : 'ACTIVE', tier: 'STARTER', salt: Buffer.alloc(32) })),
     })),
-    log: silent,
+    log: opts.log ?? silent,
     publicBaseUrl: () => 'http://maskline.test',
     ...(opts.maxBackpressure ? { maxBackpressure: opts.maxBackpressure } : {}),
   })
@@ -218,4 +218,24 @@ t.test('an idle client receives a ping frame about 30 s after it connected, and 
   await c.waitForMessages(1)
   t.same(JSON.parse(c.messages[0]!), e, 'events still arrive after the ping')
   t.equal(s.stream.connectionCount(), 1)
+})
+
+t.test('a socket uWS drops without a close frame right after opening is logged with uWS\'s reason', async t => {
+  const warned: Array<{ fields: Record<string, unknown>; msg: string }> = []
+  const s = await startApp(t, { log: { ...silent, warn: ((fields: Record<string, unknown>, msg: string) => { warned.push({ fields, msg }) }) as StreamOptions['log']['warn'] } })
+  const tenant = uuidv7()
+  const quiet = await s.connect(bearer(await tenantToken(tenant)))
+  const c = await s.connect(bearer(await tenantToken(tenant)))
+  c.socket.write(encodeFrame(0x1, Buffer.alloc(4096, 0x61))) // over maxPayloadLength (1,024): uWS drops it
+  t.equal(await c.closed, 1006, 'dropped without a close frame')
+  quiet.close()
+  t.equal(await quiet.closed, 1000, 'a socket closed normally is not')
+  t.equal(warned.length, 1)
+  const w = warned[0]!
+  t.equal(w.fields.code, 'stream-early-close')
+  t.equal(w.fields.closeCode, 1006)
+  t.match(w.fields.reason, /\S/, 'uWS says why')
+  t.equal(w.fields.tenantId, tenant)
+  t.type(w.fields.livedMs, 'number')
+  t.ok((w.fields.livedMs as number) < 1_000)
 })
