@@ -34,8 +34,9 @@ interface SocketData {
 /**
  * A socket that uWS closed without a close frame (1006) this soon after it opened is logged with
  * uWS's own reason (its close message: "Received too big message", a protocol error, ...). Test
- * runs have seen clients dropped this way 1 ms after the upgrade, with nothing in the service's
- * log to say why (bench/RESULTS.md and the closing notes call it the stream flake).
+ * runs now and then see a client dropped this way 1 ms after the upgrade, before any event, with
+ * nothing in the service's log to say why (test/gateway/openapi.test.ts and
+ * test/stream/stream-service.test.ts, services backend): this line is what the next one will show.
  */
 const EARLY_ABNORMAL_CLOSE_MS = 1_000
 
