@@ -430,8 +430,9 @@ export function viewJson(rec: SessionRecord, metadataJson: string, callCount: nu
     `"directionMode":"${rec.directionMode}","metadata":${metadataJson},"gracePeriodMinutes":${rec.gracePeriodMinutes},` +
     `"maxDurationMinutes":${rec.maxDurationMinutes},"recordingEnabled":${rec.recordingEnabled},"consentPrompt":"${rec.consentPrompt}",` +
     `"expiresAt":"${iso(rec.expiresAt)}","createdAt":"${iso(rec.createdAt)}","activatedAt":"${iso(rec.activatedAt)}",` +
-    `"endedAt":${isoOrNull(rec.endedAt)},"expiredAt":${isoOrNull(rec.expiredAt)},"callCount":${callCount},"lastCallAt":${isoOrNull(lastCallAt)},` +
+    `"endedAt":${jsonIso(rec.endedAt)},"expiredAt":${jsonIso(rec.expiredAt)},"callCount":${callCount},"lastCallAt":${jsonIso(lastCallAt)},` +
     `"channels":${channels},"inactivityTimeoutMinutes":${rec.inactivityTimeoutMinutes ?? null}}`)
 }
 
-const isoOrNull = (ms: number | null): string => ms === null ? 'null' : `"${iso(ms)}"`
+/** A timestamp as a JSON value: a quoted ISO string, or null (sql/transaction.ts isoOrNull gives the bare string). */
+const jsonIso = (ms: number | null): string => ms === null ? 'null' : `"${iso(ms)}"`
