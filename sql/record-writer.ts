@@ -1,6 +1,6 @@
 // Call and SMS records are written behind the provider's answer (the provider waits for TeXML, not
 // for our disk): operations are queued, cut into a batch every `flushMs` (10 ms) or `maxBatch`
-// operations, appended to the local journal (sql/journal.ts, fsync'd per group), and applied by
+// operations, appended to the local journal (sql/journal.ts, on disk per group), and applied by
 // group commit (sql/record-apply.ts), strictly in order, one apply at a time.
 //
 // Nothing the service answered for is forgotten (issue 18):
