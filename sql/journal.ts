@@ -139,8 +139,8 @@ export async function openJournal(opts: { dir: string; dbId: string; segmentByte
     const path = join(opts.dir, `wal-${process.pid}-${started}-${++segmentNo}.jsonl`)
     // O_DSYNC: each write returns once its data is on disk, so a group costs one trip through
     // libuv's thread pool instead of two (write, then fdatasync). Handing a job to the pool costs
-    // the event loop ~25 µs of CPU on the 2-vCPU VMs here (the wake-up of a worker thread),
-    // measured on the main thread's own CPU clock (bench/RESULTS.md, issue #12, thirteenth session).
+    // the event loop ~25 µs of CPU on the 2-vCPU VMs here (presumably the wake-up of a worker
+    // thread), measured on the main thread's own CPU clock (bench/RESULTS.md, #12, 13th session).
     // Read too: spilled batches are read back.
     const fh = await open(path, constants.O_APPEND | constants.O_CREAT | constants.O_RDWR | constants.O_DSYNC)
     const header = `${JSON.stringify({ db: opts.dbId, pid: process.pid, at: new Date().toISOString() })}\n`
