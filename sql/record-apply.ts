@@ -9,7 +9,7 @@
 // Postgres only for a call this node has not seen. What an operation causes (outbox events,
 // usage; DECISIONS 6) is written in the same transaction, and only when it took effect.
 import { sql } from 'slonik'
-import { newEnvelope, type EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import { callEnvelope, type EventEnvelope } from '../api/vocabulary/event-envelope.js'
 import { applyCallStatus, billableMinutes } from '../engine/call-status.js'
 import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
 import { finishUsage, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
@@ -277,10 +277,10 @@ async function insertCalls(tx: Queries, calls: ReadonlyArray<{ row: CallInsert; 
         initiated_at timestamptz, answered_at timestamptz, ended_at timestamptz, recording_consent_played boolean, party_b_hash text)
       ${SESSION_CHECK('call_records')}
       ON CONFLICT (provider_call_id) DO NOTHING
-      RETURNING provider_call_id, id)
+      RETURNING provider_call_id, id, session_id)
     ${events.length > 0 ? sql.fragment`, outbox_ins AS (${outboxInsertFrom(sql.fragment`
-      SELECT e.env AS x FROM jsonb_to_recordset(${jsonb(events)}) AS e(call_id uuid, env jsonb)
-      WHERE e.call_id IN (SELECT id FROM ins)`)})` : sql.fragment``}
+      SELECT e.env AS x, ins.session_id FROM jsonb_to_recordset(${jsonb(events)}) AS e(call_id uuid, env jsonb)
+      JOIN ins ON ins.id = e.call_id`, { column: 'session_id' }, { fresh: true })})` : sql.fragment``}
     SELECT provider_call_id AS key, id FROM ins`)) as readonly { key: string; id: string }[]) ids.set(r.key, r.id)
   const missing = calls.map(c => c.row.providerCallId).filter(k => !ids.has(k))
   if (missing.length > 0) {
@@ -394,7 +394,7 @@ function applyCallback(w: Working, cb: CallCallback): boolean {
   const duration = change.durationSeconds ?? 0
   if (terminal) { w.patch.endedAt = at; w.patch.durationSeconds = duration }
   if (change.event) {
-    w.events.push(newEnvelope(change.event, cb.at, {
+    w.events.push(callEnvelope(change.event, cb.at, {
       sessionId: w.sessionId, tenantId: w.tenantId, proxyNumber: w.proxy, callId: w.id, direction: w.direction,
       status: change.status, durationSeconds: duration,
     }))
@@ -428,7 +428,7 @@ async function readCalls(tx: Queries, keys: readonly CallKey[]): Promise<CallSta
 async function rebuildCalls(tx: Queries, rows: readonly CallInsert[], into: Map<string, CallState>): Promise<EventEnvelope[]> {
   const unique = [...new Map(rows.map(r => [r.providerCallId, r])).values()].map(row => ({
     row,
-    events: [newEnvelope('call.incoming', row.initiatedAt, {
+    events: [callEnvelope('call.incoming', row.initiatedAt, {
       sessionId: row.sessionId, tenantId: row.tenantId, proxyNumber: row.proxy ?? '', callId: row.id, direction: row.direction,
       status: 'RINGING', durationSeconds: 0,
     })],

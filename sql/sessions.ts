@@ -196,7 +196,7 @@ const CREATE = compile(sql.unsafe`${PREPARE}
     SELECT ${P('proxy')}::text, h.hash, s.id FROM s CROSS JOIN (VALUES (${P('agentHash')}::text), (${P('customerHash')}::text)) AS h(hash)
     RETURNING 1),
   outbox_ins AS (${outboxInsertFrom(sql.fragment`
-    SELECT x FROM jsonb_array_elements(${P('events')}::jsonb) AS x WHERE EXISTS (SELECT 1 FROM s)`, P('id'))}),
+    SELECT x FROM jsonb_array_elements(${P('events')}::jsonb) AS x WHERE EXISTS (SELECT 1 FROM s)`, P('id'), { fresh: true })}),
   usage_ins AS (
     INSERT INTO billing_events (id, tenant_id, billing_period_id, metric, quantity, unit_price, recorded_at,
                                 session_id, call_record_id, metadata, dedupe_key)
