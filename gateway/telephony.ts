@@ -15,7 +15,7 @@ import type { Engine, RouteDecision } from '../engine/index.js'
 import type { CallDirection, SmsStatus } from '../engine/types.js'
 import type { ApiReply, ApiRequest } from '../api/route.js'
 import type { CallbackHandlers } from '../api/routes/cpaas.js'
-import { newEnvelope as event } from '../api/vocabulary/event-envelope.js'
+import { callEnvelope, newEnvelope as event } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
 import { Recent } from '../engine/recent.js'
 import type { FormFields } from '../api/cpaas/form.js'
@@ -112,16 +112,16 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
 
   function recordCallStart(dec: Matched, caller: string, proxy: string, callId: string, callSid: string, now: number) {
     const row = callRow(dec, caller, dec.direction, proxy, callId, callSid, now)
-    const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, durationSeconds: 0 }
+    const data = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, status: 'RINGING', durationSeconds: 0 }
     const settled = () => d.callCounter.settled(callId)
     if (dec.kind === 'connect') {
-      d.records.upsertCall(row, [event('call.incoming', now, { ...base, status: 'RINGING' })]).then(settled, settled)
+      d.records.upsertCall(row, [callEnvelope('call.incoming', now, data)]).then(settled, settled)
       return
     }
     // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED; so is
     // one on a session that carries SMS only (issue #16).
     d.records.upsertCall({ ...row, status: 'FAILED', endedAt: now }, [
-      event('call.incoming', now, { ...base, status: 'RINGING' }), event('call.failed', now, { ...base, status: 'FAILED' }),
+      callEnvelope('call.incoming', now, data), callEnvelope('call.failed', now, { ...data, status: 'FAILED' }),
     ]).then(settled, settled)
   }
 

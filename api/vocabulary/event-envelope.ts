@@ -69,6 +69,33 @@ export function newEnvelope(type: EventType, at: number, data: EventData): Event
   return buildEnvelope(uuidv7(at), type, at, data)
 }
 
+/** What every call.* event says (DECISIONS 6). */
+export interface CallEventData {
+  sessionId: string
+  tenantId: string
+  proxyNumber: string
+  callId: string
+  direction: string
+  status: string
+  durationSeconds: number
+}
+
+/**
+ * A call.* event, for the hot paths (a voice fetch, a status callback): the same envelope as
+ * newEnvelope(type, at, data) gives for these seven fields, in its key order, copied by name
+ * instead of through buildEnvelope's walk of every allowed key (that walk was ~5 % of a recorded
+ * call's CPU in the voice bench, bench/RESULTS.md issue #12, fourteenth session).
+ */
+export function callEnvelope(type: 'call.incoming' | 'call.answered' | 'call.ended' | 'call.failed', at: number, d: CallEventData): EventEnvelope {
+  return {
+    id: uuidv7(at), type, createdAt: isoTime(at),
+    data: {
+      sessionId: d.sessionId, tenantId: d.tenantId, proxyNumber: d.proxyNumber, callId: d.callId,
+      direction: d.direction, status: d.status, durationSeconds: d.durationSeconds,
+    },
+  }
+}
+
 export function buildEnvelope(id: string, type: EventType, at: number, data: EventData): EventEnvelope {
   const clean: Record<string, unknown> = {}
   for (const k of DATA_KEYS) if (data[k] !== undefined) clean[k] = data[k]
