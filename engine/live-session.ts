@@ -40,6 +40,13 @@ export interface LiveView {
    * re-arming: the engine re-checks it when the armed deadline comes (Engine.tick).
    */
   noteActivity(at: number): void
+  /**
+   * The party-B hash of `customer` (call records' party_b_hash) if it was remembered for this
+   * session and `customer` is still its customer; else null.
+   */
+  customerHash(customer: string): string | null
+  /** Remembers the hash of `customer`, if that is still this session's customer. */
+  rememberCustomerHash(customer: string, hash: string): void
 }
 
 const STATES: readonly SessionState[] = ['PENDING', 'ACTIVE', 'GRACE_PERIOD']
@@ -101,6 +108,13 @@ export class LiveSession implements LiveView {
    * word before an inactivity end is written (gateway/session-runner.ts).
    */
   activeSec = 0
+  /**
+   * The customer's party hash (an HMAC under the tenant's salt, which the engine does not hold),
+   * remembered by the gateway at the session's first call so that later calls need neither the
+   * HMAC nor a cache of their own (issue #12); dropped when the customer changes. Null until then:
+   * a pointer per session, the string only for sessions that had a call.
+   */
+  #customerHash: string | null = null
 
   constructor(rec: SessionRecord, proxy: ProxyNumber, tenant: TenantSlot) {
     this.id = rec.id
@@ -121,6 +135,7 @@ export class LiveSession implements LiveView {
   /** Takes the mutable fields of a newer version of the same session (identity fields stay). */
   assign(rec: SessionRecord): void {
     this.agent = rec.agentPhone
+    if (rec.customerPhone !== this.customer) this.#customerHash = null
     this.customer = rec.customerPhone
     this.flags = packFlags(rec)
     this.grace = rec.gracePeriodMinutes
@@ -151,6 +166,14 @@ export class LiveSession implements LiveView {
   noteActivity(at: number): void {
     const sec = Math.ceil((at - this.createdAt) / 1000)
     if (sec > this.activeSec) this.activeSec = sec
+  }
+
+  customerHash(customer: string): string | null {
+    return customer === this.customer ? this.#customerHash : null
+  }
+
+  rememberCustomerHash(customer: string, hash: string): void {
+    if (customer === this.customer) this.#customerHash = hash
   }
 
   /** Minutes of inactivity that end this session; 0: none. */

@@ -85,19 +85,18 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   /** Forwards under way, so a provider retry waits for the same one instead of starting another. */
   const forwarding = new Map<string, Promise<SmsOutcome>>()
 
-  /** Party B's hash by session: an HMAC costs about ten Map lookups, and a session's calls repeat it. */
-  const partyBHashes = new Recent<{ partyB: string; hash: string }>(RECENT_MAX)
-
+  /** Party B's hash: remembered on the live session after its first call (an HMAC is about ten Map lookups). */
   function partyBHash(dec: Matched, caller: string): string {
     // party B: the customer. A_TO_B dials them (or, refused, was placed by the agent); B_TO_A is them calling.
     const partyB = dec.direction === 'B_TO_A' ? caller : dec.kind === 'connect' ? dec.to : d.engine.get(dec.sessionId)?.customerPhone
     if (partyB === undefined) return ''
-    const hit = partyBHashes.get(dec.sessionId)
-    if (hit !== undefined && hit.partyB === partyB) return hit.hash
+    const live = d.engine.live(dec.sessionId)
+    const known = live?.customerHash(partyB)
+    if (known) return known
     const tenant = d.tenants.peek(dec.tenantId)
     if (!tenant) return ''
     const hash = d.hashParty(tenant.salt, partyB)
-    partyBHashes.set(dec.sessionId, { partyB, hash })
+    live?.rememberCustomerHash(partyB, hash)
     return hash
   }
 

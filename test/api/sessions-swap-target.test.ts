@@ -54,3 +54,29 @@ t.test('swap target', async t => {
   const inGrace = await api.req('PATCH', `/v1/sessions/${s.id}/target`, { token: acct.token, body: { customerPhone: api.phone(6) } })
   t.equal(inGrace.status, 200, 'a session in GRACE_PERIOD can still be swapped')
 })
+
+// Call records carry party B's hash (the customer's), which the voice path remembers on the live
+// session after its first call (issue #12): after a swap, calls record the new customer's hash.
+t.test('call records name the customer of the moment, before and after a swap', async t => {
+  const api = await startTestService(t)
+  const acct = await api.signup()
+  const A = api.phone(1), B = api.phone(2), E = api.phone(5)
+  const s = (await api.req('POST', '/v1/sessions', { token: acct.token, body: { agentPhone: A, customerPhone: B } })).body
+  const customerHash = () => api.svc.db.pool.oneFirst(sql.unsafe`SELECT customer_hash FROM sessions WHERE id = ${s.id}`)
+  const call = async (from: string, callSid: string) => t.equal((await api.driver.voice({ from, to: s.proxyNumber, callSid })).status, 200)
+  await call(A, 'pb-1')
+  await call(B, 'pb-2')
+  await call(A, 'pb-3')
+  const hashB = await customerHash()
+  t.equal((await api.req('PATCH', `/v1/sessions/${s.id}/target`, { token: acct.token, body: { customerPhone: E } })).status, 200)
+  await call(A, 'pb-4')
+  await call(E, 'pb-5')
+  const hashE = await customerHash()
+  t.not(hashE, hashB)
+  await api.svc.flushRecords()
+  const rows = await api.svc.db.pool.any(sql.unsafe`SELECT provider_call_id AS sid, party_b_hash AS h FROM call_records WHERE session_id = ${s.id} ORDER BY provider_call_id`)
+  t.same(rows, [
+    { sid: 'pb-1', h: hashB }, { sid: 'pb-2', h: hashB }, { sid: 'pb-3', h: hashB },
+    { sid: 'pb-4', h: hashE }, { sid: 'pb-5', h: hashE },
+  ])
+})
