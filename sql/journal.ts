@@ -42,8 +42,12 @@ export interface ReplayBatch {
 }
 
 export interface Journal {
-  /** Appends one batch; resolves when it is on disk, or null when the disk refused it. */
-  append(ops: readonly unknown[]): Promise<JournalEntry | null>
+  /**
+   * Appends one batch, its operations given as the JSON text of their array (the record writer
+   * writes each operation's events once for this line and the statement: sql/record-apply.ts
+   * opsJson); resolves when it is on disk, or null when the disk refused it.
+   */
+  append(opsJson: string): Promise<JournalEntry | null>
   /** The batch committed in Postgres: it will not be replayed. */
   done(entry: JournalEntry): void
   /** Reads a batch back (one whose operations were dropped from memory under the memory bound). */
@@ -198,9 +202,9 @@ export async function openJournal(opts: { dir: string; dbId: string; segmentByte
 
   const journal: Journal = {
     get pendingBatches() { return pendingBatches },
-    async append(ops) {
+    async append(opsJson) {
       const s = ++seq
-      const entry = await enqueue(`${JSON.stringify({ b: s, d: doneUpTo, ops })}\n`, s, true)
+      const entry = await enqueue(`{"b":${s},"d":${doneUpTo},"ops":${opsJson}}\n`, s, true)
       if (entry) pendingBatches++
       return entry
     },

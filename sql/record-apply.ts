@@ -97,6 +97,35 @@ export type OpData =
 
 export type Result = string | boolean | SmsClaim | null
 
+/**
+ * Each event's JSON text, made once: a batch of calls carries its events twice, in its journal
+ * line (opsJson) and in the statement that writes them (insertCalls), and the envelope is most of
+ * a call's text (bench/RESULTS.md, issue #12, fourteenth session).
+ */
+const envelopeTexts = new WeakMap<EventEnvelope, string>()
+
+function envelopeJson(env: EventEnvelope): string {
+  let text = envelopeTexts.get(env)
+  if (text === undefined) {
+    text = JSON.stringify(env)
+    envelopeTexts.set(env, text)
+  }
+  return text
+}
+
+/** JSON.stringify(ops), a call's events written through envelopeJson. */
+export function opsJson(ops: readonly OpData[]): string {
+  let out = '['
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!
+    if (i > 0) out += ','
+    out += op.kind === 'call' && op.events !== undefined
+      ? `{"kind":"call","row":${JSON.stringify(op.row)},"events":[${op.events.map(envelopeJson).join(',')}]}`
+      : JSON.stringify(op)
+  }
+  return out + ']'
+}
+
 /** What applying a batch did: a result per operation (by index) and the events it wrote. */
 export interface Applied {
   results: Result[]
@@ -266,7 +295,11 @@ async function insertCalls(tx: Queries, calls: ReadonlyArray<{ row: CallInsert; 
     recording_consent_played: r.recordingConsentPlayed ?? false, party_b_hash: r.partyBHash,
   }))
   // Only the events of rows this statement inserted are written (a replay inserts nothing).
-  const events = calls.flatMap(c => c.events.map(env => ({ call_id: c.row.id, env })))
+  // The text of jsonb([{ call_id, env }]), each envelope's text shared with the journal line.
+  let events = ''
+  for (const c of calls) {
+    for (const env of c.events) events += `${events === '' ? '[' : ','}{"call_id":${JSON.stringify(c.row.id)},"env":${envelopeJson(env)}}`
+  }
   const ids = new Map<string, string>()
   for (const r of (await tx.any(sql.unsafe`${PREPARE}
     WITH ins AS (
@@ -278,8 +311,8 @@ async function insertCalls(tx: Queries, calls: ReadonlyArray<{ row: CallInsert; 
       ${SESSION_CHECK('call_records')}
       ON CONFLICT (provider_call_id) DO NOTHING
       RETURNING provider_call_id, id, session_id)
-    ${events.length > 0 ? sql.fragment`, outbox_ins AS (${outboxInsertFrom(sql.fragment`
-      SELECT e.env AS x, ins.session_id FROM jsonb_to_recordset(${jsonb(events)}) AS e(call_id uuid, env jsonb)
+    ${events !== '' ? sql.fragment`, outbox_ins AS (${outboxInsertFrom(sql.fragment`
+      SELECT e.env AS x, ins.session_id FROM jsonb_to_recordset(${events + ']'}::jsonb) AS e(call_id uuid, env jsonb)
       JOIN ins ON ins.id = e.call_id`, { column: 'session_id' }, { fresh: true })})` : sql.fragment``}
     SELECT provider_call_id AS key, id FROM ins`)) as readonly { key: string; id: string }[]) ids.set(r.key, r.id)
   const missing = calls.map(c => c.row.providerCallId).filter(k => !ids.has(k))

@@ -22,7 +22,7 @@ import type { SmsStatus } from '../engine/types.js'
 import { errorCode, guard, toStoreError } from './errors.js'
 import type { Journal, JournalEntry, ReplayBatch } from './journal.js'
 import {
-  applyOps, failedResult, type CallCallback, type CallInsert, type CallState, type Effects, type OpData, type Result,
+  applyOps, failedResult, opsJson, type CallCallback, type CallInsert, type CallState, type Effects, type OpData, type Result,
   type SmsClaim, type SmsInsert,
 } from './record-apply.js'
 import { directPool, directTransaction } from './direct.js'
@@ -149,7 +149,7 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
     cutting = cutting.then(async () => {
       if (journal) {
         try {
-          batch.entry = await journal.append(ops.map(o => o.data))
+          batch.entry = await journal.append(opsJson(ops.map(o => o.data)))
         } catch (err) {
           onError(errorCode(err))
         }
