@@ -57,7 +57,8 @@ async function main() {
   const silent = { debug() {}, info() {}, warn() {}, error() {} }
 
   const app = uWS.App()
-  const stream = registerStream(app, { verifyTenantToken: async () => ({ tenantId: TENANT }), log: silent })
+  let port: number | null = null
+  const stream = registerStream(app, { verifyTenantToken: () => ({ tenantId: TENANT }), selfUrl: () => (port === null ? null : `http://127.0.0.1:${port}`), log: silent })
   // Baseline route: same settings, sockets kept in an array and written in a loop.
   const raw: Array<uWS.WebSocket<unknown>> = []
   app.ws('/raw', {
@@ -68,6 +69,7 @@ async function main() {
   })
   const listen = await new Promise<uWS.us_listen_socket>((resolve, reject) =>
     app.listen('127.0.0.1', 0, s => (s ? resolve(s) : reject(new Error('listen failed')))))
+  port = uWS.us_socket_local_port(listen)
   const setup: Setup = {
     port: uWS.us_socket_local_port(listen), sockets, throughputEvents, latencyEvents,
     times: new SharedArrayBuffer(8 * (throughputEvents + latencyEvents + baselineEvents)),

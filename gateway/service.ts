@@ -226,6 +226,8 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     })
 
     let stream: Stream | null = null
+    /** The port the listener is bound to, once it is (PORT=0 picks one). */
+    let boundPort: number | null = null
     const dispatcher = createDispatcher({
       pool: db.pool, log, now, onOutcome: metrics.webhook, allowInsecure: cfg.webhookAllowInsecure, secrets: createSecretCipher(cfg.phoneKey),
     })
@@ -372,11 +374,12 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
         stream = registerStream(app, {
           verifyTenantToken: streamTokenVerifier(services.authenticator),
           log, publicBaseUrl: () => services.config.publicBaseUrl, now, onClose: metrics.streamClosed,
+          selfUrl: () => (boundPort === null ? null : listenerUrl(cfg.host, boundPort)),
         })
         registerConsole(app, { log, publicBaseUrl: () => services.config.publicBaseUrl }) // GET /console (#15)
       },
     })
-    const port = await http.listen(cfg.host, cfg.port)
+    const port = boundPort = await http.listen(cfg.host, cfg.port)
     // Before any request is read: uWS serves them from later turns of the event loop.
     if (cfg.publicBaseUrl === null) services.config.publicBaseUrl = listenerUrl(cfg.host, port)
     // WebSocket clients get 1001 at once; requests in flight get SHUTDOWN_GRACE_SECONDS. Then one

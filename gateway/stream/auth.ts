@@ -2,7 +2,7 @@
 // `Authorization: Bearer <jwt>` or, for browsers (which cannot set headers on a WebSocket), as
 // the subprotocol pair `bearer, <jwt>`. Never in the URL: URLs end up in proxy and access logs.
 import type { Authenticator } from '../../api/auth/authenticate.js'
-import { ApiProblem } from '../../api/route.js'
+import { ApiProblem, type AuthContext } from '../../api/route.js'
 
 /** A tenant (with the token's expiry, to close the stream when it lapses), a refusal (suspended tenant), or nothing valid. */
 export type StreamPrincipal = { tenantId: string; expMs?: number } | 'forbidden' | null
@@ -31,16 +31,27 @@ export function extractToken(authorization: string, secWebSocketProtocol: string
  * (DECISIONS 6): either way the socket gets its token's tenant's events only. A suspended tenant
  * is refused with 403 (DECISIONS 3), anything else invalid 401.
  */
-export function streamTokenVerifier(auth: Pick<Authenticator, 'authenticateToken'>): (token: string) => Promise<StreamPrincipal> {
-  return async token => {
+export function streamTokenVerifier(auth: Pick<Authenticator, 'authenticateToken'>): (token: string) => StreamPrincipal | Promise<StreamPrincipal> {
+  // Synchronous on the authenticator's hot path (a cached token, its tenant in memory), so the
+  // stream upgrades in uWS's own callback (gateway/stream/deferred-upgrades.ts).
+  return token => {
     try {
-      const ctx = await auth.authenticateToken(token, 'any')
-      return { tenantId: ctx.tenantId, expMs: expiryOf(token) }
+      const ctx = auth.authenticateToken(token, 'any')
+      return ctx instanceof Promise ? ctx.then(c => admitted(c, token), refused) : admitted(ctx, token)
     } catch (err) {
-      if (err instanceof ApiProblem) return err.slug === 'forbidden' ? 'forbidden' : null
-      throw err
+      return refused(err)
     }
   }
+}
+
+function admitted(ctx: AuthContext, token: string): StreamPrincipal {
+  return { tenantId: ctx.tenantId, expMs: expiryOf(token) }
+}
+
+/** An ApiProblem of the authenticator as the stream's answer; anything else is thrown on. */
+function refused(err: unknown): StreamPrincipal {
+  if (err instanceof ApiProblem) return err.slug === 'forbidden' ? 'forbidden' : null
+  throw err
 }
 
 /** `exp` of a token the authenticator has just verified (so its payload is trusted), in ms. */

@@ -10,6 +10,7 @@ import type { EventEnvelope, EventType } from '../../api/vocabulary/event-envelo
 import { EVENT_TYPES } from '../../api/vocabulary/event-envelope.js'
 import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
 import { extractToken, type StreamPrincipal } from './auth.js'
+import { deferredUpgrades } from './deferred-upgrades.js'
 
 const STREAM_PATH = '/v1/stream'
 /** Every type the stream carries: the nine subscribable ones and session.target_swapped. */
@@ -18,6 +19,8 @@ const STREAM_EVENT_TYPES: readonly EventType[] = EVENT_TYPES
 // uWS pings after idleTimeout minus a margin of client silence and closes the socket if the
 // pong does not come back within the margin: 46 s gives a ping after 30 s (margin 16 s).
 const IDLE_TIMEOUT_SECONDS = 46
+
+const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 500: 'Internal Server Error', 503: 'Service Unavailable' }
 
 const tenantTopic = (tenantId: string): string => `tenant/${tenantId}`
 const typeTopic = (tenantId: string, type: string): string => `tenant/${tenantId}/${type}`
@@ -34,14 +37,17 @@ interface SocketData {
 /**
  * A socket that uWS closed without a close frame (1006) this soon after it opened is logged with
  * uWS's own reason (its close message: "Received too big message", a protocol error, ...). Test
- * runs now and then see a client dropped this way 1 ms after the upgrade, before any event, with
- * nothing in the service's log to say why (test/gateway/openapi.test.ts and
- * test/stream/stream-service.test.ts, services backend): this line is what the next one will show.
+ * runs used to see a client dropped this way a few ms after the upgrade with no reason at all:
+ * uWS's cork() after an async upgrade (gateway/stream/deferred-upgrades.ts). The line stays, so
+ * that any other early drop is seen with what uWS says of it.
  */
 const EARLY_ABNORMAL_CLOSE_MS = 1_000
 
 export interface StreamOptions {
-  verifyTenantToken: (token: string) => Promise<StreamPrincipal>
+  /** Synchronous when it can be (a cached token of a tenant in memory): the upgrade is then immediate. */
+  verifyTenantToken: (token: string) => StreamPrincipal | Promise<StreamPrincipal>
+  /** This listener's base URL once bound (null before): a handshake decided later is upgraded through it. */
+  selfUrl: () => string | null
   log: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
   /** Bytes buffered per socket before it is closed (DECISIONS 6: 1 MiB). */
   maxBackpressure?: number
@@ -57,6 +63,8 @@ export interface Stream {
   /** Fans one committed event out to its tenant's sockets on this node. */
   publishEvent(envelope: EventEnvelope): void
   connectionCount(): number
+  /** Handshakes upgraded after an await, through the drain request (gateway/stream/deferred-upgrades.ts). */
+  deferredUpgrades(): number
   /** Tenants with a client on this node (issue 17: what a replay of missed events reads). */
   tenantIds(): string[]
   /** Closes every socket (1001 going away), e.g. before the listen socket closes. */
@@ -91,12 +99,14 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
   const baseUrl = opts.publicBaseUrl ?? (() => '')
   const now = opts.now ?? Date.now
   const sockets = new Set<WebSocket<SocketData>>()
+  const later = deferredUpgrades(app, opts.selfUrl)
 
   function refuse(res: HttpResponse, slug: ProblemSlug, detail?: string, errors?: FieldIssue[]): void {
     const doc = renderProblem(baseUrl(), slug, detail, errors)
-    res.writeStatus(`${doc.status} ${slug === 'unauthorized' ? 'Unauthorized' : slug === 'forbidden' ? 'Forbidden' : slug === 'internal' ? 'Internal Server Error' : 'Bad Request'}`)
+    res.writeStatus(`${doc.status} ${STATUS_TEXT[doc.status] ?? 'Bad Request'}`)
     res.writeHeader('content-type', 'application/problem+json')
     if (slug === 'unauthorized') res.writeHeader('www-authenticate', 'Bearer')
+    if (slug === 'unavailable') res.writeHeader('retry-after', '1')
     res.end(JSON.stringify(doc), true)
     if (slug === 'internal') log.error({ instance: doc.instance }, 'stream handshake failed')
   }
@@ -125,21 +135,43 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
       const { token, protocol } = extractToken(authorization, secProtocol)
       if (!token) { refuse(res, 'unauthorized', 'a tenant or dashboard token is required on the handshake'); return }
 
-      opts.verifyTenantToken(token).then(
-        (principal: StreamPrincipal) => {
+      /**
+       * The handshake's answer, given in a uWS callback: this upgrade's own (uWS has the socket
+       * corked, so res.cork only runs `fn`) or the drain request's (another socket corked). Never
+       * `res.cork(() => res.upgrade(...))` from a promise: see gateway/stream/deferred-upgrades.ts.
+       */
+      const answer = (principal: StreamPrincipal): void => {
+        res.cork(() => {
+          if (principal === null) return refuse(res, 'unauthorized')
+          if (principal === 'forbidden') return refuse(res, 'forbidden', 'the tenant is suspended')
+          const { tenantId } = principal
+          const topics = types.types ? types.types.map(t => typeTopic(tenantId, t)) : [tenantTopic(tenantId)]
+          res.upgrade<SocketData>({ tenantId, topics, expMs: principal.expMs }, secKey, protocol, secExtensions, context)
+        })
+      }
+      const failed = (err: unknown) => {
+        log.error({ err }, 'stream token check failed')
+        if (!aborted) res.cork(() => refuse(res, 'internal'))
+      }
+
+      let verdict: StreamPrincipal | Promise<StreamPrincipal>
+      try {
+        verdict = opts.verifyTenantToken(token)
+      } catch (err) {
+        return failed(err)
+      }
+      if (!(verdict instanceof Promise)) return answer(verdict)
+      verdict.then(
+        principal => {
           if (aborted) return
-          res.cork(() => {
-            if (principal === null) return refuse(res, 'unauthorized')
-            if (principal === 'forbidden') return refuse(res, 'forbidden', 'the tenant is suspended')
-            const { tenantId } = principal
-            const topics = types.types ? types.types.map(t => typeTopic(tenantId, t)) : [tenantTopic(tenantId)]
-            res.upgrade<SocketData>({ tenantId, topics, expMs: principal.expMs }, secKey, protocol, secExtensions, context)
-          })
+          // A refusal writes an answer and no socket changes hands: it may go out from here.
+          if (principal === null || principal === 'forbidden') return answer(principal)
+          later.defer(
+            () => { if (!aborted) answer(principal) },
+            () => { if (!aborted) res.cork(() => refuse(res, 'unavailable', 'the node is shutting down; connect again')) },
+          )
         },
-        (err: unknown) => {
-          log.error({ err }, 'stream token check failed')
-          if (!aborted) res.cork(() => refuse(res, 'internal'))
-        },
+        failed,
       )
     },
 
@@ -179,8 +211,10 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
   return {
     publishEvent: envelope => publishEvent(app, envelope),
     connectionCount: () => sockets.size,
+    deferredUpgrades: () => later.count(),
     tenantIds: () => [...new Set([...sockets].map(ws => ws.getUserData().tenantId))],
     closeAll() {
+      later.close()
       for (const ws of [...sockets]) ws.end(1001, 'server shutting down')
     },
   }

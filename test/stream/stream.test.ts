@@ -15,7 +15,9 @@ const jwtSecret = new TextEncoder().encode('stream-test-secret-that-is-32-bytes-
 
 async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: Set<string>; log?: StreamOptions['log'] } = {}) {
   const app = uWS.App()
+  let port: number | null = null
   const stream: Stream = registerStream(app, {
+    selfUrl: () => (port === null ? null : `http://127.0.0.1:${port}`),
     verifyTenantToken: streamTokenVerifier(createAuthenticator({
       jwtSecret, now: Date.now,
       directory: fixedDirectory(id => ({ id, status: opts.suspended?.has(id) ? 'SUSPENDED' : 'ACTIVE', tier: 'STARTER', salt: Buffer.alloc(32) })),
@@ -26,7 +28,7 @@ async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: S
   })
   const listen = await new Promise<uWS.us_listen_socket>((resolve, reject) =>
     app.listen('127.0.0.1', 0, s => (s ? resolve(s) : reject(new Error('listen failed')))))
-  const port = uWS.us_socket_local_port(listen)
+  port = uWS.us_socket_local_port(listen)
   const clients: WsClient[] = []
   t.teardown(() => {
     for (const c of clients) c.socket.destroy()
@@ -238,4 +240,40 @@ t.test('a socket uWS drops without a close frame right after opening is logged w
   t.equal(w.fields.tenantId, tenant)
   t.type(w.fields.livedMs, 'number')
   t.ok((w.fields.livedMs as number) < 1_000)
+})
+
+// uWS 20.30 can drop a socket it has just upgraded inside res.cork() from a promise (gateway/stream/
+// deferred-upgrades.ts): a handshake decided after an await is upgraded from the drain request
+// instead, and one decided at once (the token cached) in uWS's own upgrade callback.
+t.test('a handshake decided after an await is upgraded through the drain request; a cached token at once', async t => {
+  const s = await startApp(t)
+  const tenant = uuidv7()
+  const token = await tenantToken(tenant)
+  const first = await s.connect(bearer(token)) // a token this authenticator has not seen: jose, a promise
+  t.equal(s.stream.deferredUpgrades(), 1, 'the first handshake waited for the drain request')
+  const again = await s.connect(bearer(token)) // now cached: decided synchronously
+  t.equal(s.stream.deferredUpgrades(), 1, 'the second was upgraded in its own callback')
+  const e = event(tenant)
+  s.stream.publishEvent(e)
+  await Promise.all([first.waitForMessages(1), again.waitForMessages(1)])
+  t.same([first, again].map(c => JSON.parse(c.messages[0]!)), [e, e], 'both sockets carry the tenant\'s events')
+  t.equal((await refusal(s.connect(bearer(token.slice(0, -2) + 'xx')))).status, 401, 'a refusal after an await is answered from the promise')
+  t.equal(s.stream.deferredUpgrades(), 1)
+})
+
+t.test('handshakes decided after an await, many at once, are all upgraded and stay open', async t => {
+  const s = await startApp(t)
+  const tenant = uuidv7()
+  const clients: WsClient[] = []
+  for (let round = 0; round < 10; round++) {
+    const tokens = await Promise.all(Array.from({ length: 20 }, () => tenantToken(tenant)))
+    clients.push(...await Promise.all(tokens.map(tk => s.connect(bearer(tk)))))
+  }
+  t.equal(s.stream.deferredUpgrades(), 200, 'every one of them through the drain request')
+  const e = event(tenant)
+  s.stream.publishEvent(e)
+  await Promise.all(clients.map(c => c.waitForMessages(1)))
+  await new Promise(r => setTimeout(r, 200))
+  t.equal(clients.filter(c => c.socket.destroyed || c.socket.readableEnded).length, 0, 'none was dropped')
+  t.equal(s.stream.connectionCount(), 200)
 })
