@@ -13,11 +13,11 @@ import { connectWs, encodeFrame, type HandshakeRefused, type WsClient } from '..
 const silent = { debug() {}, info() {}, warn() {}, error() {} }
 const jwtSecret = new TextEncoder().encode('stream-test-secret-that-is-32-bytes-long!')
 
-async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: Set<string>; log?: StreamOptions['log'] } = {}) {
+async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: Set<string>; log?: StreamOptions['log']; selfUrl?: () => string | null } = {}) {
   const app = uWS.App()
   let port: number | null = null
   const stream: Stream = registerStream(app, {
-    selfUrl: () => (port === null ? null : `http://127.0.0.1:${port}`),
+    selfUrl: opts.selfUrl ?? (() => (port === null ? null : `http://127.0.0.1:${port}`)),
     verifyTenantToken: streamTokenVerifier(createAuthenticator({
       jwtSecret, now: Date.now,
       directory: fixedDirectory(id => ({ id, status: opts.suspended?.has(id) ? 'SUSPENDED' : 'ACTIVE', tier: 'STARTER', salt: Buffer.alloc(32) })),
@@ -276,4 +276,16 @@ t.test('handshakes decided after an await, many at once, are all upgraded and st
   await new Promise(r => setTimeout(r, 200))
   t.equal(clients.filter(c => c.socket.destroyed || c.socket.readableEnded).length, 0, 'none was dropped')
   t.equal(s.stream.connectionCount(), 200)
+})
+
+t.test('a handshake that waited is answered 503 with Retry-After when the node cannot reach itself', async t => {
+  const s = await startApp(t, { selfUrl: () => null }) // as while the listener is closing
+  const tenant = uuidv7()
+  const refused = await refusal(s.connect(bearer(await tenantToken(tenant))))
+  t.equal(refused.status, 503)
+  t.equal(refused.headers['retry-after'], '1')
+  t.match(refused.headers['content-type'], /^application\/problem\+json/)
+  t.match(JSON.parse(refused.body), { type: 'http://maskline.test/errors/unavailable', status: 503 })
+  t.equal(s.stream.connectionCount(), 0)
+  t.equal(s.stream.deferredUpgrades(), 0)
 })
