@@ -69,9 +69,9 @@ async function main() {
   })
   const listen = await new Promise<uWS.us_listen_socket>((resolve, reject) =>
     app.listen('127.0.0.1', 0, s => (s ? resolve(s) : reject(new Error('listen failed')))))
-  port = uWS.us_socket_local_port(listen)
+  const boundPort = port = uWS.us_socket_local_port(listen)
   const setup: Setup = {
-    port: uWS.us_socket_local_port(listen), sockets, throughputEvents, latencyEvents,
+    port: boundPort, sockets, throughputEvents, latencyEvents,
     times: new SharedArrayBuffer(8 * (throughputEvents + latencyEvents + baselineEvents)),
     counters: new SharedArrayBuffer(8),
   }

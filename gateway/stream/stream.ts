@@ -9,6 +9,7 @@ import type { Logger } from 'pino'
 import type { EventEnvelope, EventType } from '../../api/vocabulary/event-envelope.js'
 import { EVENT_TYPES } from '../../api/vocabulary/event-envelope.js'
 import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
+import { statusLine } from '../http/respond.js'
 import { extractToken, type StreamPrincipal } from './auth.js'
 import { deferredUpgrades } from './deferred-upgrades.js'
 
@@ -19,8 +20,6 @@ const STREAM_EVENT_TYPES: readonly EventType[] = EVENT_TYPES
 // uWS pings after idleTimeout minus a margin of client silence and closes the socket if the
 // pong does not come back within the margin: 46 s gives a ping after 30 s (margin 16 s).
 const IDLE_TIMEOUT_SECONDS = 46
-
-const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 500: 'Internal Server Error', 503: 'Service Unavailable' }
 
 const tenantTopic = (tenantId: string): string => `tenant/${tenantId}`
 const typeTopic = (tenantId: string, type: string): string => `tenant/${tenantId}/${type}`
@@ -103,7 +102,7 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
 
   function refuse(res: HttpResponse, slug: ProblemSlug, detail?: string, errors?: FieldIssue[]): void {
     const doc = renderProblem(baseUrl(), slug, detail, errors)
-    res.writeStatus(`${doc.status} ${STATUS_TEXT[doc.status] ?? 'Bad Request'}`)
+    res.writeStatus(statusLine(doc.status))
     res.writeHeader('content-type', 'application/problem+json')
     if (slug === 'unauthorized') res.writeHeader('www-authenticate', 'Bearer')
     if (slug === 'unavailable') res.writeHeader('retry-after', '1')
