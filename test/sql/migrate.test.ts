@@ -22,6 +22,7 @@ const SHIPPED = [
   '010_outbox_without_tenant_key.sql',
   '011_call_count_from_records.sql',
   '012_create_diet.sql',
+  '013_check_domains.sql',
 ]
 
 t.test('splitSqlStatements respects quotes, dollar quotes and comments', async t => {
@@ -84,6 +85,58 @@ t.test('005, 010, 012: the write-hot tables carry no foreign keys, call_records 
     .then(() => null, (e: unknown) => e as { cause?: { code?: string; message?: string } })
   t.equal(err?.cause?.code, '23503')
   t.match(err?.cause?.message, /call_records refused: no session 0190b000-0000-7000-8000-000000000001 of this tenant/)
+})
+
+t.test('013: the rules of the tables a create writes are domains, still enforced; clients see the base types', async t => {
+  const db = await testDatabase(t)
+  // Table CHECKs are rebuilt per statement for every constraint of the table (ExecRelCheck): only
+  // the two-column rules stay table constraints on the tables a create writes.
+  const checks = await db.pool.anyFirst(sql.unsafe`
+    SELECT conrelid::regclass || '.' || conname FROM pg_constraint
+    WHERE contype = 'c' AND conrelid::regclass::text IN ('tenants', 'proxy_numbers', 'sessions', 'billing_events', 'outbox') ORDER BY 1`)
+  t.same(checks, ['sessions.sessions_r_rec', 'tenants.tenants_r_rec'])
+  const tenant = '0190a000-0000-7000-8000-000000000013'
+  const other = '0190a000-0000-7000-8000-000000000014'
+  const sessionId = '0190b000-0000-7000-8000-000000000013'
+  await db.pool.query(sql.unsafe`INSERT INTO tenants (id, name, salt, tier) VALUES (${tenant}, 'm013', '\\x00'::bytea, 'GROWTH')`)
+  await db.pool.query(sql.unsafe`INSERT INTO proxy_numbers (number, region, tenant_id, live_sessions) VALUES ('+15550001301', 'US', ${tenant}, 1)`)
+  const insertSession = (over: Record<string, string>) => sql.unsafe`
+    INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, grace_period_minutes, max_duration_minutes,
+      recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc, agent_hash, customer_hash, expires_at, created_at,
+      activated_at, channels, inactivity_timeout_minutes)
+    VALUES (${over['id'] ?? sessionId}, ${tenant}, '+15550001301', ${over['state'] ?? 'ACTIVE'}, ${over['direction'] ?? 'BIDIRECTIONAL'},
+      15, 1440, ${over['recording'] === 'true'}, ${over['consent'] ?? 'DEFAULT'}, '\\x00'::bytea, '\\x00'::bytea, 'a', 'c', now(), now(), now(),
+      ${Number(over['channels'] ?? 3)}, ${over['idle'] === undefined ? null : Number(over['idle'])})`
+  await db.pool.query(insertSession({}))
+  const code = (q: Promise<unknown>) => q.then(() => 'ok', (e: { cause?: { code?: string } }) => e.cause?.code)
+  const refused: Array<[string, () => Promise<unknown>]> = [
+    ['tenants.tier', () => db.pool.query(sql.unsafe`UPDATE tenants SET tier = 'PLATINUM' WHERE id = ${tenant}`)],
+    ['tenants.status', () => db.pool.query(sql.unsafe`INSERT INTO tenants (id, name, salt, status) VALUES (${other}, 'm013b', '\\x00'::bytea, 'GONE')`)],
+    ['tenants.expired_call_behavior', () => db.pool.query(sql.unsafe`UPDATE tenants SET expired_call_behavior = 'HANG' WHERE id = ${tenant}`)],
+    ['tenants.recording_consent_mode', () => db.pool.query(sql.unsafe`UPDATE tenants SET recording_consent_mode = 'LOUD' WHERE id = ${tenant}`)],
+    ['tenants.live_sessions', () => db.pool.query(sql.unsafe`UPDATE tenants SET live_sessions = live_sessions - 1 WHERE id = ${tenant}`)],
+    ['tenants_r_rec', () => db.pool.query(sql.unsafe`UPDATE tenants SET recording_enabled = true, recording_consent_mode = 'NONE' WHERE id = ${tenant}`)],
+    ['proxy_numbers.live_sessions', () => db.pool.query(sql.unsafe`UPDATE proxy_numbers SET live_sessions = live_sessions - 2 WHERE number = '+15550001301'`)],
+    ['sessions.state', () => db.pool.query(insertSession({ id: other, state: 'LIVE' }))],
+    ['sessions.direction_mode', () => db.pool.query(insertSession({ id: other, direction: 'BOTH' }))],
+    ['sessions.consent_prompt', () => db.pool.query(insertSession({ id: other, consent: 'LOUD' }))],
+    ['sessions.channels', () => db.pool.query(insertSession({ id: other, channels: '4' }))],
+    ['sessions.inactivity_timeout_minutes', () => db.pool.query(insertSession({ id: other, idle: '0' }))],
+    ['sessions_r_rec', () => db.pool.query(insertSession({ id: other, recording: 'true', consent: 'NONE' }))],
+    ['sessions.state (update)', () => db.pool.query(sql.unsafe`UPDATE sessions SET state = 'DONE' WHERE id = ${sessionId}`)],
+    ['billing_events.metric', () => db.pool.query(sql.unsafe`
+      INSERT INTO billing_events (id, tenant_id, billing_period_id, metric, quantity, recorded_at)
+      VALUES (gen_random_uuid(), ${tenant}, gen_random_uuid(), 'sms_lost', 1, now())`)],
+    ['outbox.outcome', () => db.pool.query(sql.unsafe`
+      INSERT INTO outbox (id, tenant_id, type, envelope, outcome) VALUES (gen_random_uuid(), ${tenant}, 'x', '{}'::jsonb, 'lost')`)],
+  ]
+  for (const [what, q] of refused) t.equal(await code(q()), '23514', `${what}: refused as a check violation`)
+  t.same(await code(db.pool.query(sql.unsafe`UPDATE tenants SET tier = 'ENTERPRISE', live_sessions = live_sessions + 1 WHERE id = ${tenant}`)), 'ok')
+  t.same(await db.pool.one(sql.unsafe`
+    SELECT t.tier, t.live_sessions, s.state, s.channels, s.inactivity_timeout_minutes, p.live_sessions AS proxy_live
+    FROM tenants t JOIN sessions s ON s.tenant_id = t.id JOIN proxy_numbers p ON p.number = s.proxy_number WHERE t.id = ${tenant}`),
+  { tier: 'ENTERPRISE', live_sessions: 1, state: 'ACTIVE', channels: 3, inactivity_timeout_minutes: null, proxy_live: 1 },
+  'strings and numbers as before: the wire describes a domain column by its base type')
 })
 
 t.test('011: counts kept before it stay exact, purged calls included', async t => {
