@@ -31,9 +31,27 @@ export async function fanoutScenario(ctx: Ctx, svc: Service, tokens: readonly st
   // which one client process reads without becoming the bottleneck itself.
   const rate = 10
   const want = Math.ceil(rate * ctx.opts.duration * 1.1) + 5
+  const warm = Math.round(rate * ctx.opts.warmup)
   const sessionIds: string[] = []
-  for (let i = 0; i < ctx.pop.sessions && sessionIds.length < want; i++) if (tenantOfSession(i, ctx.pop) === 0) sessionIds.push(sessionIdOf(i))
+  for (let i = 0; i < ctx.pop.sessions && sessionIds.length < want + warm; i++) if (tenantOfSession(i, ctx.pop) === 0) sessionIds.push(sessionIdOf(i))
+  const warmIds = sessionIds.splice(want)
   const numberOffset = svc.port * 1_000
+  // Warm-up, as every loaded step has: the first swaps after a boot prepare and plan the swap's
+  // statement on a pool connection (12-15 ms for the first one here), a cost paid once per
+  // connection, not per swap. Without it, 100 swaps' p99 was that first swap's.
+  if (warm > 0) {
+    progress(`fan-out: warm-up, ${warm} target swaps at ${rate}/s`)
+    for (let k = 0; k < warmIds.length; k++) {
+      const at = Date.now()
+      const res = await fetch(`${svc.url}/v1/sessions/${warmIds[k]}/target`, {
+        method: 'PATCH', headers: { authorization: `Bearer ${tokens[0]}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ customerPhone: freshNumber(707, numberOffset + want + k) }),
+      })
+      await res.arrayBuffer()
+      if (res.status !== 200) throw new Error(`fan-out warm-up: a target swap was answered ${res.status}`)
+      await new Promise(r => setTimeout(r, Math.max(0, at + 1000 / rate - Date.now())))
+    }
+  }
   const reader = fanoutReader()
   progress(`fan-out: ${sockets} WebSocket clients of tenant 0, ${rate} target swaps/s for ${ctx.opts.duration} s, ` +
     (reader ? 'read by bench/lib/fanout-reader.c' : `read by bench/lib/fanout-client.ts (${whyNoReader})`))
