@@ -23,6 +23,7 @@ const SHIPPED = [
   '011_call_count_from_records.sql',
   '012_create_diet.sql',
   '013_check_domains.sql',
+  '014_unread_session_indexes.sql',
 ]
 
 t.test('splitSqlStatements respects quotes, dollar quotes and comments', async t => {
@@ -85,6 +86,21 @@ t.test('005, 010, 012: the write-hot tables carry no foreign keys, call_records 
     .then(() => null, (e: unknown) => e as { cause?: { code?: string; message?: string } })
   t.equal(err?.cause?.code, '23503')
   t.match(err?.cause?.message, /call_records refused: no session 0190b000-0000-7000-8000-000000000001 of this tenant/)
+})
+
+t.test('014: every index of sessions has a reader (each one is written by every create)', async t => {
+  const db = await testDatabase(t)
+  // Who reads each: test/sql/query-plans.test.ts checks the plans that use them.
+  const readers: Record<string, string> = {
+    sessions_pkey: 'reads and writes by id',
+    sessions_tenant_created: 'GET /v1/sessions, analytics sessions over time',
+    sessions_tenant_state_created: 'GET /v1/sessions?state',
+    sessions_agent_hash: 'GET /v1/sessions/verify (agents)',
+    sessions_pair_recent: 'sticky proxy, GET /v1/sessions/verify (customers)',
+    sessions_change_xid: 'the reconcile sweep (gateway/reconcile.ts)',
+  }
+  const indexes = await db.pool.anyFirst(sql.unsafe`SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'sessions'::regclass ORDER BY 1`)
+  t.same(indexes, Object.keys(readers).sort(), 'sessions_live_id and sessions_live_expiry dropped (014); no index without a reader')
 })
 
 t.test('013: the rules of the tables a create writes are domains, still enforced; clients see the base types', async t => {

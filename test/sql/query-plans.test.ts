@@ -13,6 +13,7 @@ import { sessionTimeline } from '../../sql/console.js'
 import { getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms } from '../../sql/records.js'
 import { purgeOldRecords } from '../../sql/retention.js'
 import { liveSelect } from '../../sql/session-load.js'
+import { sessionChangesSince } from '../../sql/session-changes.js'
 import { findLiveByPartyHash, findStickyProxy, getLastActivity, getSession, listSessions } from '../../sql/sessions.js'
 import { claimDue, markDone, markRetry } from '../../sql/webhooks.js'
 import { testDatabase } from '../support/db.js'
@@ -197,6 +198,15 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
   t.match(bootPlan, /Tid Range Scan on sessions/, 'boot: sessions in page order')
   t.match(bootPlan, /Index (Only )?Scan using call_records_session on call_records/, 'boot: call counters by call_records_session')
   t.notMatch(bootPlan, /Seq Scan on call_records/, 'boot: no scan of call_records')
+  // The reconcile sweep (gateway/reconcile.ts): the sessions changed since the last watermark, by
+  // sessions_change_xid (every create writes it: test/sql/migrate.test.ts, 014).
+  const since = String(await pool.oneFirst(sql.unsafe`SELECT pg_snapshot_xmin(pg_current_snapshot())::text`))
+  const sweep = recorder()
+  sweep.db.any = (async (query: Captured) => { sweep.queries.push(query); return [{ next: since, id: null, version: null, state: null }] }) as unknown as CommonQueryMethods['any']
+  await sessionChangesSince(sweep.db, since)
+  const sweepPlan = await explain(sweep.queries[0]!)
+  t.comment(`reconcile: sessions changed since ${since}\n${sweepPlan}`)
+  t.match(sweepPlan, /Index (Only )?Scan using sessions_change_xid on sessions|Bitmap Index Scan on sessions_change_xid/, 'reconcile: changes by sessions_change_xid')
   // And the party lookup uses both party indexes.
   const verifyPlan = await explain((await capture(db => findLiveByPartyHash(db, tenantId, 'ab'.repeat(32))))[0]!)
   t.match(verifyPlan, /sessions_pair_recent/, 'verify: customers through sessions_pair_recent (migration 012 dropped sessions_customer_hash)')
