@@ -201,10 +201,10 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
   // The reconcile sweep (gateway/reconcile.ts): the sessions changed since the last watermark, by
   // sessions_change_xid (every create writes it: test/sql/migrate.test.ts, 014).
   const since = String(await pool.oneFirst(sql.unsafe`SELECT pg_snapshot_xmin(pg_current_snapshot())::text`))
-  const sweep = recorder()
-  sweep.db.any = (async (query: Captured) => { sweep.queries.push(query); return [{ next: since, id: null, version: null, state: null }] }) as unknown as CommonQueryMethods['any']
-  await sessionChangesSince(sweep.db, since)
-  const sweepPlan = await explain(sweep.queries[0]!)
+  const swept: Captured[] = []
+  const sweepDb = { any: async (query: Captured) => { swept.push(query); return [{ next: since, id: null, version: null, state: null }] } }
+  await sessionChangesSince(sweepDb as unknown as CommonQueryMethods, since)
+  const sweepPlan = await explain(swept[0]!)
   t.comment(`reconcile: sessions changed since ${since}\n${sweepPlan}`)
   t.match(sweepPlan, /Index (Only )?Scan using sessions_change_xid on sessions|Bitmap Index Scan on sessions_change_xid/, 'reconcile: changes by sessions_change_xid')
   // And the party lookup uses both party indexes.
