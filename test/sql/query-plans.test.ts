@@ -43,22 +43,23 @@ type Captured = QuerySqlToken
 
 /**
  * A Db that records each query instead of running it (and answers as if nothing matched, or with
- * `one` for a single-row read, so a function goes on to its next query).
+ * `one` for a single-row read and `rows` for a many-row read, so a function goes on to its next
+ * query).
  */
-function recorder(one: unknown = null): { db: CommonQueryMethods; queries: Captured[] } {
+function recorder(one: unknown = null, rows: readonly unknown[] = []): { db: CommonQueryMethods; queries: Captured[] } {
   const queries: Captured[] = []
   const take = (v: unknown) => async (q: Captured) => { queries.push(q); return v }
   const db = {
-    any: take([]), anyFirst: take([]), many: take([]), manyFirst: take([]), maybeOne: take(one), maybeOneFirst: take(null),
+    any: take(rows), anyFirst: take([]), many: take([]), manyFirst: take([]), maybeOne: take(one), maybeOneFirst: take(null),
     one: take({}), oneFirst: take(0), exists: take(false), query: take({ rows: [], rowCount: 0, fields: [], command: 'SELECT', notices: [] }),
     transaction: async (fn: (tx: CommonQueryMethods) => Promise<unknown>) => fn(db as unknown as CommonQueryMethods),
   }
   return { db: db as unknown as CommonQueryMethods, queries }
 }
 
-/** The queries `run` sends (`one`: what a single-row read answers). */
-async function capture(run: (db: CommonQueryMethods) => Promise<unknown>, one?: unknown): Promise<Captured[]> {
-  const r = recorder(one)
+/** The queries `run` sends (`one`: what a single-row read answers; `rows`: what `any` answers). */
+async function capture(run: (db: CommonQueryMethods) => Promise<unknown>, one?: unknown, rows?: readonly unknown[]): Promise<Captured[]> {
+  const r = recorder(one, rows)
   await run(r.db)
   if (r.queries.length === 0) throw new Error('the function sent no query')
   return r.queries
@@ -201,9 +202,7 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
   // The reconcile sweep (gateway/reconcile.ts): the sessions changed since the last watermark, by
   // sessions_change_xid (every create writes it: test/sql/migrate.test.ts, 014).
   const since = String(await pool.oneFirst(sql.unsafe`SELECT pg_snapshot_xmin(pg_current_snapshot())::text`))
-  const swept: Captured[] = []
-  const sweepDb = { any: async (query: Captured) => { swept.push(query); return [{ next: since, id: null, version: null, state: null }] } }
-  await sessionChangesSince(sweepDb as unknown as CommonQueryMethods, since)
+  const swept = await capture(db => sessionChangesSince(db, since), undefined, [{ next: since, id: null, version: null, state: null }])
   const sweepPlan = await explain(swept[0]!)
   t.comment(`reconcile: sessions changed since ${since}\n${sweepPlan}`)
   t.match(sweepPlan, /Index (Only )?Scan using sessions_change_xid on sessions|Bitmap Index Scan on sessions_change_xid/, 'reconcile: changes by sessions_change_xid')
