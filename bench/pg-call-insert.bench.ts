@@ -22,35 +22,26 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createPool, sql, type DatabasePool } from 'slonik'
+import { sql, type DatabasePool } from 'slonik'
 import { newEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
-import { openDatabase } from '../sql/db.js'
 import { migrate, readMigrations, splitSqlStatements } from '../sql/migrate.js'
 import { applyOps, type CallCache, type OpData } from '../sql/record-apply.js'
+import { applyStep, benchTenantId, rawSql, requireDatabaseUrl, scriptArgs, seedTenants, withScratchDatabase } from './lib/script.js'
 
-const argv = process.argv.slice(2)
-const opt = (name: string, dflt: string): string => {
-  const i = argv.indexOf(name)
-  return i === -1 ? dflt : (argv[i + 1] ?? dflt)
-}
-const num = (name: string, dflt: number) => Number(opt(name, String(dflt)).replaceAll('_', ''))
+const { opt, num, flag } = scriptArgs()
 const ROWS = num('--rows', 20_000)
 const BATCH = num('--batch', 80)
 const PREFILL = num('--prefill', 200_000)
 const SESSIONS = num('--sessions', 200_000)
 const TENANTS = 50
-const WEBHOOKS = argv.includes('--webhooks')
-const KEEP = argv.includes('--keep')
+const WEBHOOKS = flag('--webhooks')
+const KEEP = flag('--keep')
 /** --steps 'SQL;SQL|SQL': after the first timing, each step (|-separated) is applied and timed again. */
-const STEPS = argv.includes('--steps') ? opt('--steps', '').split('|').filter(x => x.trim()) : []
+const STEPS = flag('--steps') ? opt('--steps', '').split('|').filter(x => x.trim()) : []
 const schemas = opt('--schema', 'both') === 'both' ? ['before', 'after'] as const : [opt('--schema', 'both') as 'before' | 'after']
 
-const url = process.env.DATABASE_URL
-if (!url) {
-  console.error('DATABASE_URL is required (a real Postgres; a scratch database is created next to it)')
-  process.exit(2)
-}
+const url = requireDatabaseUrl()
 
 const CLK_TCK = 100 // USER_HZ on Linux
 /** utime + stime of a process in µs, or null when it is not visible from here. */
@@ -64,15 +55,12 @@ function cpuUs(pid: number): number | null {
   }
 }
 
-const tenantOf = (t: number) => `0190a000-0000-7000-8000-${t.toString(16).padStart(12, '0')}`
+const tenantOf = benchTenantId
 const sessionOf = (i: number) => `0190b000-0000-7000-8000-${i.toString(16).padStart(12, '0')}`
 const noCache: CallCache = { get: () => undefined, bySid: () => undefined }
 
 async function seed(pool: DatabasePool): Promise<void> {
-  await pool.query(sql.unsafe`
-    INSERT INTO tenants (id, name, tier, salt)
-    SELECT ('0190a000-0000-7000-8000-' || lpad(to_hex(t), 12, '0'))::uuid, 'bench ' || t, 'ENTERPRISE', decode('00', 'hex')
-    FROM generate_series(0, ${TENANTS - 1}) t`)
+  await seedTenants(pool, TENANTS)
   await pool.query(sql.unsafe`
     INSERT INTO proxy_numbers (number, region, tenant_id, live_sessions)
     SELECT '+1555' || lpad(p::text, 7, '0'), 'US', ('0190a000-0000-7000-8000-' || lpad(to_hex(p % ${TENANTS}), 12, '0'))::uuid, 1
@@ -149,45 +137,30 @@ async function timeRun(pool: DatabasePool, label: string): Promise<void> {
   if (cpu0 !== null && cpu1 !== null) console.log(`bench: pg.call_insert.cpu_us_per_row ${((cpu1 - cpu0) / rows).toFixed(1)} us  (${label})`)
 }
 
-/** A statement given on the command line, as a query (slonik takes template-literal input only). */
-function rawSql(statement: string) {
-  const parts = Object.freeze(Object.assign([statement], { raw: Object.freeze([statement]) }))
-  return sql.unsafe(parts as unknown as TemplateStringsArray)
-}
-
 async function measure(schema: 'before' | 'after'): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'maskline-bench-migrations-'))
   for (const m of readMigrations()) if (schema === 'after' || m.version < '005') writeFileSync(join(dir, m.name), m.text)
-  const name = `maskline_bench_call_insert_${process.pid}_${schema}`
-  const admin = await createPool(url!, { maximumPoolSize: 1 })
-  await admin.query(sql.unsafe`CREATE DATABASE ${sql.identifier([name])}`)
-  const u = new URL(url!)
-  u.pathname = `/${name}`
   // One connection, as the record writer's batches are serial: its backend is the one timed.
-  const db = await openDatabase({ databaseUrl: u.toString(), dataDir: tmpdir(), maximumPoolSize: 1 })
   try {
-    await migrate(db.pool, dir)
-    // Today's insert statement calls 005's refusal function: the old schema gets that function
-    // alone, keeping its keys and indexes (so `before` also pays the statement's session check).
-    if (schema === 'before') {
-      const m005 = readMigrations().find(m => m.version === '005')
-      for (const st of m005 ? splitSqlStatements(m005.text) : []) if (/^\s*(--[^\n]*\n\s*)*CREATE FUNCTION/.test(st)) await db.pool.query(rawSql(st))
-    }
-    await seed(db.pool)
-    callNo = 0
-    await prefill(db.pool)
-    await timeRun(db.pool, `schema ${schema}`)
-    // --steps: each statement applied in turn to the same database, then timed again.
-    for (const step of STEPS) {
-      for (const statement of step.split(';').filter(x => x.trim())) await db.pool.query(rawSql(statement))
-      await db.pool.query(sql.unsafe`ANALYZE`)
-      await timeRun(db.pool, `schema ${schema} + ${step.trim()}`)
-    }
+    await withScratchDatabase(url, `maskline_bench_call_insert_${process.pid}_${schema}`, KEEP, async db => {
+      await migrate(db.pool, dir)
+      // Today's insert statement calls 005's refusal function: the old schema gets that function
+      // alone, keeping its keys and indexes (so `before` also pays the statement's session check).
+      if (schema === 'before') {
+        const m005 = readMigrations().find(m => m.version === '005')
+        for (const st of m005 ? splitSqlStatements(m005.text) : []) if (/^\s*(--[^\n]*\n\s*)*CREATE FUNCTION/.test(st)) await db.pool.query(rawSql(st))
+      }
+      await seed(db.pool)
+      callNo = 0
+      await prefill(db.pool)
+      await timeRun(db.pool, `schema ${schema}`)
+      // --steps: each statement applied in turn to the same database, then timed again.
+      for (const step of STEPS) {
+        await applyStep(db.pool, step)
+        await timeRun(db.pool, `schema ${schema} + ${step.trim()}`)
+      }
+    })
   } finally {
-    await db.close()
-    if (KEEP) console.log(`# kept database ${name}`)
-    else await admin.query(sql.unsafe`DROP DATABASE IF EXISTS ${sql.identifier([name])} WITH (FORCE)`)
-    await admin.end()
     rmSync(dir, { recursive: true, force: true })
   }
 }
