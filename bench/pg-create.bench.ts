@@ -1,20 +1,20 @@
 // Postgres work per session create (issue 13): the real statement of sql/sessions.ts
 // (createSession, the named statement on the plain `pg` path, as POST /v1/sessions runs it without
 // an Idempotency-Key), timed on a scratch database next to DATABASE_URL, one create at a time, so
-// the CPU of the database's backends per create is measured without the HTTP service, the load
-// generator or the scheduler between them (the figure `npm run bench -- --only create` reports is
-// the same work at 32 connections, and moves by ±10 % from run to run on a 2-core machine).
+// the CPU Postgres spends per create is measured without the HTTP service, the load generator or
+// the scheduler between them (the figure `npm run bench -- --only create` reports is the same
+// work at 32 connections, and moves by ±10 % from run to run on a 2-core machine).
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/pg-create.bench.ts \
 //     [--rows 5000] [--sessions 200000] [--rounds 3] [--refused] [--keep] [--steps 'ALTER …; DROP INDEX …|…']
 //
 // --sessions live sessions (and their participant rows) are written first with SQL, on 10 sessions
 // per proxy number, so index descents meet tables of a realistic depth; then VACUUM ANALYZE and a
-// CHECKPOINT. Each round times --rows creates on fresh proxies' parties of the population's
-// tenants (no clash, within quota: every create is 'ok'). --refused makes every create clash with a
-// participant already on its proxy instead: the statement runs its gates and writes nothing, so its
-// figure is the fixed cost of a create statement (protocol, plan revalidation, executor start-up,
-// the read-only gates, a commit with no WAL to flush).
+// CHECKPOINT. Each round times --rows creates of new parties on the population's proxies, each by
+// the proxy's tenant (no clash, within quota: every create is 'ok'). --refused makes every create
+// clash with a participant already on its proxy instead: the statement runs its gates and writes
+// nothing, so its figure is the fixed cost of a create statement (protocol, plan revalidation,
+// executor start-up, the read-only gates, a commit with no WAL to flush).
 //
 // Prints, per round:
 //   bench: pg.create.us <n> us           wall time of a create as the caller sees it, median
