@@ -27,7 +27,8 @@ import { newEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
 import { migrate, readMigrations, splitSqlStatements } from '../sql/migrate.js'
 import { applyOps, type CallCache, type OpData } from '../sql/record-apply.js'
-import { applyStep, benchTenantId, rawSql, requireDatabaseUrl, scriptArgs, seedTenants, withScratchDatabase } from './lib/script.js'
+import { tenantIdOf } from './lib/population.js'
+import { applyStep, rawSql, requireDatabaseUrl, scriptArgs, seedTenants, tenantIdSql, withScratchDatabase } from './lib/script.js'
 
 const { opt, num, flag } = scriptArgs()
 const ROWS = num('--rows', 20_000)
@@ -55,7 +56,6 @@ function cpuUs(pid: number): number | null {
   }
 }
 
-const tenantOf = benchTenantId
 const sessionOf = (i: number) => `0190b000-0000-7000-8000-${i.toString(16).padStart(12, '0')}`
 const noCache: CallCache = { get: () => undefined, bySid: () => undefined }
 
@@ -63,14 +63,14 @@ async function seed(pool: DatabasePool): Promise<void> {
   await seedTenants(pool, TENANTS)
   await pool.query(sql.unsafe`
     INSERT INTO proxy_numbers (number, region, tenant_id, live_sessions)
-    SELECT '+1555' || lpad(p::text, 7, '0'), 'US', ('0190a000-0000-7000-8000-' || lpad(to_hex(p % ${TENANTS}), 12, '0'))::uuid, 1
+    SELECT '+1555' || lpad(p::text, 7, '0'), 'US', ${tenantIdSql(sql.fragment`p % ${TENANTS}`)}, 1
     FROM generate_series(0, ${SESSIONS - 1}) p`)
   await pool.query(sql.unsafe`
     INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, grace_period_minutes, max_duration_minutes,
                           recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc, agent_hash, customer_hash,
                           expires_at, created_at, activated_at)
     SELECT ('0190b000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'))::uuid,
-           ('0190a000-0000-7000-8000-' || lpad(to_hex(i % ${TENANTS}), 12, '0'))::uuid,
+           ${tenantIdSql(sql.fragment`i % ${TENANTS}`)},
            '+1555' || lpad(i::text, 7, '0'), 'ACTIVE', 'BIDIRECTIONAL', 15, 1440, false, 'DEFAULT',
            decode('0011223344556677889900112233445566778899', 'hex'), decode('0011223344556677889900112233445566778899', 'hex'),
            md5('a' || i), md5('c' || i), now() + interval '1 day', now(), now()
@@ -88,7 +88,7 @@ function batchOps(n: number, at: number): OpData[] {
   for (let k = 0; k < n; k++) {
     const i = callNo++
     const s = (i * 7919) % SESSIONS // spread over sessions, rarely two of one session in a batch
-    const sessionId = sessionOf(s), tenantId = tenantOf(s % TENANTS), proxy = '+1555' + String(s).padStart(7, '0')
+    const sessionId = sessionOf(s), tenantId = tenantIdOf(s % TENANTS), proxy = '+1555' + String(s).padStart(7, '0')
     const id = uuidv7(at)
     ops.push({
       kind: 'call',

@@ -26,11 +26,12 @@ import { randomBytes } from 'node:crypto'
 import { sql, type DatabasePool } from 'slonik'
 import { newEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
-import type { E164, SessionId, SessionRecord, TenantId } from '../engine/types.js'
+import type { E164, SessionId, SessionRecord } from '../engine/types.js'
 import { migrate } from '../sql/migrate.js'
 import { createSession, type CreateSessionArgs } from '../sql/sessions.js'
 import { cpuSnapshot } from './lib/proc.js'
-import { applyStep, benchTenantId, requireDatabaseUrl, scriptArgs, seedTenants, withScratchDatabase } from './lib/script.js'
+import { tenantIdOf } from './lib/population.js'
+import { applyStep, requireDatabaseUrl, scriptArgs, seedTenants, tenantIdSql, withScratchDatabase } from './lib/script.js'
 
 const { opt, num, flag } = scriptArgs()
 const ROWS = num('--rows', 5_000)
@@ -47,7 +48,6 @@ const STEPS = flag('--steps') ? opt('--steps', '').split('|').filter(x => x.trim
 
 const url = requireDatabaseUrl()
 
-const tenantOf = (t: number) => benchTenantId(t) as TenantId
 const proxyOf = (p: number) => `+1555${String(p).padStart(7, '0')}` as E164
 
 async function seed(pool: DatabasePool): Promise<void> {
@@ -55,13 +55,13 @@ async function seed(pool: DatabasePool): Promise<void> {
   await pool.query(sql.unsafe`
     INSERT INTO proxy_numbers (number, region, tenant_id, last_tenant_id, live_sessions)
     SELECT '+1555' || lpad(p::text, 7, '0'), 'US', t, t, 10
-    FROM generate_series(0, ${PROXIES - 1}) p, LATERAL (SELECT ('0190a000-0000-7000-8000-' || lpad(to_hex(p % ${TENANTS}), 12, '0'))::uuid AS t) x`)
+    FROM generate_series(0, ${PROXIES - 1}) p, LATERAL (SELECT ${tenantIdSql(sql.fragment`p % ${TENANTS}`)} AS t) x`)
   await pool.query(sql.unsafe`
     INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, grace_period_minutes, max_duration_minutes,
                           recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc, agent_hash, customer_hash,
                           expires_at, created_at, activated_at)
     SELECT ('0190b000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'))::uuid,
-           ('0190a000-0000-7000-8000-' || lpad(to_hex((i % ${PROXIES}) % ${TENANTS}), 12, '0'))::uuid,
+           ${tenantIdSql(sql.fragment`(i % ${PROXIES}) % ${TENANTS}`)},
            '+1555' || lpad((i % ${PROXIES})::text, 7, '0'), 'ACTIVE', 'BIDIRECTIONAL', 15, 1440, false, 'DEFAULT',
            decode('0011223344556677889900112233445566778899', 'hex'), decode('0011223344556677889900112233445566778899', 'hex'),
            md5('a' || i), md5('c' || i), now() + interval '1 day', now(), now()
@@ -85,7 +85,7 @@ const enc = randomBytes(40)
 function args(at: number): CreateSessionArgs {
   const i = createNo++
   const p = (i * 7919) % PROXIES
-  const tenantId = tenantOf(p % TENANTS)
+  const tenantId = tenantIdOf(p % TENANTS)
   const id = uuidv7(at) as SessionId
   const rec: SessionRecord = {
     id, tenantId, proxyNumber: proxyOf(p), state: 'ACTIVE', directionMode: 'BIDIRECTIONAL', gracePeriodMinutes: 15,

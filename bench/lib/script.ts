@@ -1,7 +1,7 @@
 // What the standalone Postgres benches (bench/pg-*.bench.ts) share: their options, the database
 // they need and the statements they take from the command line.
 import { tmpdir } from 'node:os'
-import { createPool, sql, type DatabasePool } from 'slonik'
+import { createPool, sql, type DatabasePool, type FragmentSqlToken } from 'slonik'
 import { openDatabase, type Database } from '../../sql/db.js'
 
 /** `--name value` options and `--flag` switches of process.argv. */
@@ -60,13 +60,13 @@ export async function applyStep(pool: DatabasePool, step: string): Promise<void>
   await pool.query(sql.unsafe`ANALYZE`)
 }
 
-/** The id of bench tenant `t` (seedTenants). */
-export const benchTenantId = (t: number) => `0190a000-0000-7000-8000-${t.toString(16).padStart(12, '0')}`
+/** In SQL, the id tenantIdOf (bench/lib/population.ts) gives the tenant whose number `t` computes. */
+export const tenantIdSql = (t: FragmentSqlToken) => sql.fragment`('0190a000-0000-7000-8000-' || lpad(to_hex(${t}), 12, '0'))::uuid`
 
-/** `n` ENTERPRISE tenants with ids benchTenantId(0 … n-1). */
+/** `n` ENTERPRISE tenants with ids tenantIdOf(0 … n-1). */
 export async function seedTenants(pool: DatabasePool, n: number): Promise<void> {
   await pool.query(sql.unsafe`
     INSERT INTO tenants (id, name, tier, salt)
-    SELECT ('0190a000-0000-7000-8000-' || lpad(to_hex(t), 12, '0'))::uuid, 'bench ' || t, 'ENTERPRISE', decode('00', 'hex')
+    SELECT ${tenantIdSql(sql.fragment`t`)}, 'bench ' || t, 'ENTERPRISE', decode('00', 'hex')
     FROM generate_series(0, ${n - 1}) t`)
 }
