@@ -6,7 +6,7 @@
 // work at 32 connections, and moves by ±10 % from run to run on a 2-core machine).
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/pg-create.bench.ts \
-//     [--rows 5000] [--sessions 200000] [--rounds 3] [--refused] [--keep] [--steps 'ALTER …; DROP INDEX …|…']
+//     [--rows 5000] [--sessions 200000] [--rounds 3] [--refused] [--batch N] [--keep] [--steps 'ALTER …; DROP INDEX …|…']
 //
 // --sessions live sessions (and their participant rows) are written first with SQL, on 10 sessions
 // per proxy number, so index descents meet tables of a realistic depth; then VACUUM ANALYZE and a
@@ -14,7 +14,9 @@
 // the proxy's tenant (no clash, within quota: every create is 'ok'). --refused makes every create
 // clash with a participant already on its proxy instead: the statement runs its gates and writes
 // nothing, so its figure is the fixed cost of a create statement (protocol, plan revalidation,
-// executor start-up, the read-only gates, a commit with no WAL to flush).
+// executor start-up, the read-only gates, a commit with no WAL to flush). --batch N writes the
+// creates N at a time through createSessionsBatch (migration 015's create_sessions_batch), as the
+// service does when creates arrive while another is at the database; the figures stay per create.
 //
 // Prints, per round:
 //   bench: pg.create.us <n> us           wall time of a create as the caller sees it, median
@@ -28,7 +30,8 @@ import { newEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
 import type { E164, SessionId, SessionRecord } from '../engine/types.js'
 import { migrate } from '../sql/migrate.js'
-import { createSession, type CreateSessionArgs } from '../sql/sessions.js'
+import { directPool } from '../sql/direct.js'
+import { createSession, createSessionsBatch, type CreateSessionArgs } from '../sql/sessions.js'
 import { cpuSnapshot } from './lib/proc.js'
 import { tenantIdOf } from './lib/population.js'
 import { applyStep, requireDatabaseUrl, scriptArgs, seedTenants, tenantIdSql, withScratchDatabase } from './lib/script.js'
@@ -41,6 +44,9 @@ const TENANTS = 50
 const PROXIES = Math.max(TENANTS, Math.ceil(SESSIONS / 10))
 const KEEP = flag('--keep')
 const REFUSED = flag('--refused')
+/** --batch N: creates go N at a time through createSessionsBatch (one statement per N). */
+const BATCH = num('--batch', 1)
+if (REFUSED && BATCH > 1) throw new Error('--refused times creates alone: a refused batch writes nothing and hands each create back')
 /** The agent's party hash of every create with --refused: on every proxy already. */
 const TAKEN = 'bench-taken'
 /** --steps 'SQL;SQL|SQL': after the rounds, each step (|-separated) is applied and timed again. */
@@ -105,12 +111,16 @@ async function timeRun(pool: DatabasePool, label: string): Promise<void> {
   for (let w = 0; w < 200; w++) await createSession(pool, args(Date.now())) // warm: named statement, plan cache, buffers
   const lat: number[] = []
   const cpu0 = cpuSnapshot(process.pid).postgres
-  for (let k = 0; k < ROWS; k++) {
-    const a = args(Date.now())
+  const direct = directPool(pool)!
+  for (let k = 0; k < ROWS; k += BATCH) {
+    const group = Array.from({ length: Math.min(BATCH, ROWS - k) }, () => args(Date.now()))
     const t0 = process.hrtime.bigint()
-    const out = await createSession(pool, a)
-    lat.push(Number(process.hrtime.bigint() - t0) / 1e3)
-    if (out !== (REFUSED ? 'proxy-conflict' : 'ok')) throw new Error(`a create answered ${JSON.stringify(out)}`)
+    if (group.length === 1) {
+      const out = await createSession(pool, group[0]!)
+      if (out !== (REFUSED ? 'proxy-conflict' : 'ok')) throw new Error(`a create answered ${JSON.stringify(out)}`)
+    } else if (!(await createSessionsBatch(direct, group))) throw new Error('a batch wrote nothing')
+    const us = Number(process.hrtime.bigint() - t0) / 1e3 / group.length
+    for (const _ of group) lat.push(us)
   }
   const cpu1 = cpuSnapshot(process.pid).postgres
   lat.sort((a, b) => a - b)

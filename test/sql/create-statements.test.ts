@@ -51,3 +51,17 @@ t.test('statements per create', async t => {
   t.equal(keyed.out, 'ok')
   t.equal(keyed.statements.length, 4, `with a key: BEGIN, claim, create, COMMIT: ${JSON.stringify(keyed.statements)}`)
 })
+
+t.test('creates that arrive while others are at the database share a statement', async t => {
+  const db = await testDatabase(t)
+  await addNumbers(db.pool, 20)
+  const tenant = await addTenant(db.pool)
+  t.equal(await createSession(db.pool, createArgs(tenant, record(tenant, { proxy: proxy(0), agent: party(1), customer: party(2) }))), 'ok')
+  const many = await counted(() => Promise.all(Array.from({ length: 16 }, (_, i) =>
+    createSession(db.pool, createArgs(tenant, record(tenant, { proxy: proxy(i), agent: party(100 + i), customer: party(200 + i) }))))))
+  t.same(many.out, Array(16).fill('ok'))
+  const batches = many.statements.filter(s => s.includes('SELECT create_sessions_'))
+  t.ok(batches.length >= 1, `at least one batch: ${JSON.stringify(many.statements)}`)
+  t.ok(many.statements.length < 16, `fewer statements than creates: ${many.statements.length}`)
+  t.equal(await count(db.pool, 'sessions'), 17)
+})

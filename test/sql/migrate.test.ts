@@ -24,6 +24,7 @@ const SHIPPED = [
   '012_create_diet.sql',
   '013_check_domains.sql',
   '014_unread_session_indexes.sql',
+  '015_create_batch.sql',
 ]
 
 t.test('splitSqlStatements respects quotes, dollar quotes and comments', async t => {
