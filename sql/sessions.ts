@@ -59,15 +59,21 @@ export interface CreateSessionArgs {
  * Given a pool, the create runs on the plain `pg` path beside slonik's (sql/direct.ts): named and so
  * parsed and planned once per connection, and none of slonik's per-query work (the tag, the
  * interceptors, the result parsers), which was a quarter of the service's CPU per create (issue
- * 13). Without an Idempotency-Key the statement runs alone (no BEGIN/COMMIT): one round trip; a
- * create that finds another at the database waits for it and goes with all that waited in one batch
- * (createSessionsBatch), which writes them all or hands each back to run alone. With a key it runs in a transaction after the key's claim; inside a caller's connection, through
- * slonik in a savepoint of the caller's transaction.
+ * 13). Without an Idempotency-Key the statement runs alone (no BEGIN/COMMIT): one round trip; with
+ * a key, in a transaction after the key's claim. A create that finds another at the database waits
+ * for it and goes with all that waited in one batch (createSessionsBatch), which writes them all,
+ * keys claimed, or hands each back to run alone. Inside a caller's connection a create runs alone,
+ * through slonik, in a savepoint of the caller's transaction.
  */
 export async function createSession(db: Db, a: CreateSessionArgs): Promise<CreateSessionResult> {
   const direct = isPool(db) ? directPool(db) : null
-  if (direct && !a.idempotency) return batcherOf(db as DatabasePool, direct).submit(a)
+  return direct ? batcherOf(db as DatabasePool, direct).submit(a) : createOne(db, null, a)
+}
+
+/** One create on its own: the single statement, or with a key its transaction. */
+async function createOne(db: Db, direct: DirectPool | null, a: CreateSessionArgs): Promise<CreateSessionResult> {
   try {
+    if (direct && !a.idempotency) return await guard(() => withRetry(() => createAlone(db as DatabasePool, direct, a)))
     const keyed = async (tx: Queries): Promise<CreateSessionResult | Rollback<CreateSessionResult>> => {
       if (a.idempotency) {
         const k = a.idempotency
@@ -105,8 +111,11 @@ export async function createSession(db: Db, a: CreateSessionArgs): Promise<Creat
 }
 
 /**
- * Statements of creates without a key at the database at once, per pool (sql/create-batcher.ts).
+ * Statements of creates at the database at once, per pool (sql/create-batcher.ts).
  * One: under load every create then waits for at most one statement and goes in the next batch.
+ * A statement that waits for a row lock holds up the node's other creates meanwhile; the locks a
+ * create meets are held by statements as short as itself (other creates and batches, expiry
+ * sweeps, tenant changes), and a create alone also waited for a free connection of the pool.
  * `npm run bench -- --only create --sessions 100000` on a 2-core machine, one slot against two:
  * 1,794 against 1,488 creates/s, 353 against 440 µs of Postgres CPU per create, p99 paced at a
  * quarter of the INSERT loop 25 against 39 ms (four slots: 1,399/s, 536 µs).
@@ -121,14 +130,7 @@ function batcherOf(db: DatabasePool, direct: DirectPool): CreateBatcher<CreateSe
   let b = batchers.get(direct)
   if (!b) {
     b = new CreateBatcher({
-      one: async a => {
-        try {
-          return await guard(() => withRetry(() => createAlone(db, direct, a)))
-        } catch (err) {
-          if (raceRefusal(err)) return 'proxy-conflict'
-          throw err
-        }
-      },
+      one: a => createOne(db, direct, a),
       many: batch => createSessionsBatch(direct, batch),
       written: 'ok',
     }, CREATE_SLOTS, CREATE_BATCH_MAX)
@@ -304,8 +306,8 @@ function createValues(a: CreateSessionArgs, buffers: boolean): unknown[] {
 }
 
 /**
- * Creates without an Idempotency-Key that arrive while earlier ones are at the database go
- * together (issue 13): one call of create_sessions_batch (migration 015), which takes the batch's
+ * Creates that arrive while an earlier one is at the database go together (issue 13): one call of
+ * create_sessions_batch (migration 015), which takes the batch's
  * row locks in the order every writer keeps and then writes every create of the batch, or nothing.
  */
 const CREATE_BATCH = sql.unsafe`${PREPARE}
@@ -316,7 +318,11 @@ const CREATE_BATCH = sql.unsafe`${PREPARE}
  * of the connection are thrown.
  */
 export async function createSessionsBatch(direct: DirectPool, batch: readonly CreateSessionArgs[]): Promise<boolean> {
-  const rows = JSON.stringify(batch.map(a => createParams(a, b => b.toString('hex'))))
+  const rows = JSON.stringify(batch.map(a => {
+    const k = a.idempotency
+    const row: Record<string, unknown> = createParams(a, b => b.toString('hex'))
+    return k ? Object.assign(row, { idemKey: k.key, idemHash: k.requestHash, idemStatus: k.status, idemResponse: k.response }) : row
+  }))
   const tenants = [...new Set(batch.map(a => a.rec.tenantId))]
   const proxies = [...new Set<string>(batch.map(a => a.rec.proxyNumber))]
   try {
@@ -329,7 +335,7 @@ export async function createSessionsBatch(direct: DirectPool, batch: readonly Cr
 }
 
 /** How a batch fails when one of its creates may not be written (see create_sessions_batch). */
-const BATCH_UNDONE = new Set(['23502', '23505', '40P01', '40001'])
+const BATCH_UNDONE = new Set(['23502', '23505', '21000', '40P01', '40001'])
 
 function isPool(db: Db): db is DatabasePool {
   return typeof (db as DatabasePool).connect === 'function'

@@ -13,9 +13,10 @@
 -- All or nothing. The gates of CREATE (sql/sessions.ts) for every create: no participant already on
 -- its proxy, every proxy free or its tenant's, every month's period open; when one refuses, nothing
 -- is written and the answer is 'refused'. Each tenant's quota for all its creates at once (q), each
--- proxy's hold for all its creates at once (p): when one refuses, a session row gets a NULL tenant
--- or proxy and the call fails as a whole (23502), as on a participant clash inside the batch
--- (23505). The caller then runs each create alone, which gives each its exact answer.
+-- proxy's hold for all its creates at once (p), each Idempotency-Key's claim (claims): when one
+-- refuses, a session row gets a NULL tenant or proxy and the call fails as a whole (23502), as on a
+-- participant clash inside the batch (23505) or one key twice in it (21000). The caller then runs
+-- each create alone, which gives each its exact answer (a key's replay included).
 --
 -- `batch` is a JSON array of creates, each with the parameters of CREATE by name (sql/sessions.ts createParams). The outbox rows are written as
 -- sql/outbox.ts outboxInsertFrom writes them (test/sql/create-batch.test.ts compares every row a
@@ -33,7 +34,8 @@ BEGIN
       recording boolean, consent text, "agentEnc" text, "customerEnc" text, "agentHash" text, "customerHash" text,
       "expiresAt" timestamptz, "createdAt" timestamptz, "activatedAt" timestamptz, "endedAt" timestamptz,
       "expiredAt" timestamptz, version int, events jsonb, "periodStart" timestamptz, "usageId" uuid, "rentalId" uuid,
-      "rentalKey" text, "rentalMeta" jsonb, channels smallint, idle int, "priceKnown" boolean, price numeric)),
+      "rentalKey" text, "rentalMeta" jsonb, channels smallint, idle int, "priceKnown" boolean, price numeric,
+      "idemKey" text, "idemHash" text, "idemStatus" int, "idemResponse" jsonb)),
   go AS (
     SELECT 1 WHERE NOT EXISTS (
         SELECT 1 FROM r JOIN session_participants sp
@@ -44,6 +46,17 @@ BEGIN
       AND NOT EXISTS (
         SELECT 1 FROM r WHERE NOT EXISTS (
           SELECT 1 FROM billing_periods bp WHERE bp.tenant_id = r.tenant AND bp.period_start = r."periodStart"))),
+  -- Idempotency-Keys (DECISIONS 4): claimed as a create alone claims its key; a key used in the
+  -- last 24 h is not claimed, and its create's session row then gets a NULL tenant (see s).
+  claims AS (
+    INSERT INTO idempotency_keys (tenant_id, key, request_hash, status_code, response, created_at)
+    SELECT r.tenant, r."idemKey", r."idemHash", r."idemStatus", r."idemResponse", now()
+    FROM r WHERE r."idemKey" IS NOT NULL AND EXISTS (SELECT 1 FROM go)
+    ON CONFLICT (tenant_id, key) DO UPDATE
+      SET request_hash = EXCLUDED.request_hash, status_code = EXCLUDED.status_code,
+          response = EXCLUDED.response, created_at = EXCLUDED.created_at
+      WHERE idempotency_keys.created_at < now() - interval '24 hours'
+    RETURNING tenant_id, key),
   q AS (
     UPDATE tenants t SET live_sessions = t.live_sessions + n.n
     FROM (SELECT r.tenant, count(*)::int AS n, min(r.quota) AS quota FROM r GROUP BY r.tenant) n
@@ -60,7 +73,9 @@ BEGIN
                           max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
                           agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version,
                           channels, inactivity_timeout_minutes)
-    SELECT r.id, (SELECT q.id FROM q WHERE q.id = r.tenant),
+    SELECT r.id,
+           (SELECT q.id FROM q WHERE q.id = r.tenant
+              AND (r."idemKey" IS NULL OR EXISTS (SELECT 1 FROM claims c WHERE c.tenant_id = r.tenant AND c.key = r."idemKey"))),
            (SELECT p.number FROM p WHERE p.number = r.proxy AND p.tenant_id = r.tenant),
            r.state, r.direction, r.metadata, r.grace, r."maxDuration", r.recording, r.consent,
            decode(r."agentEnc", 'hex'), decode(r."customerEnc", 'hex'), r."agentHash", r."customerHash", r."expiresAt", r."createdAt",
