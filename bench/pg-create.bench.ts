@@ -6,7 +6,7 @@
 // work at 32 connections, and moves by ±10 % from run to run on a 2-core machine).
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/pg-create.bench.ts \
-//     [--rows 5000] [--sessions 200000] [--rounds 3] [--refused] [--batch N] [--keep] [--steps 'ALTER …; DROP INDEX …|…']
+//     [--rows 5000] [--sessions 200000] [--rounds 3] [--refused] [--batch N] [--keyed] [--keep] [--steps 'ALTER …; DROP INDEX …|…']
 //
 // --sessions live sessions (and their participant rows) are written first with SQL, on 10 sessions
 // per proxy number, so index descents meet tables of a realistic depth; then VACUUM ANALYZE and a
@@ -17,6 +17,8 @@
 // executor start-up, the read-only gates, a commit with no WAL to flush). --batch N writes the
 // creates N at a time through createSessionsBatch (migration 015's create_sessions_batch), as the
 // service does when creates arrive while another is at the database; the figures stay per create.
+// --keyed gives every create an Idempotency-Key (alone: the key's claim and the create in a
+// transaction; in a batch: claimed by create_sessions_batch).
 //
 // Prints, per round:
 //   bench: pg.create.us <n> us           wall time of a create as the caller sees it, median
@@ -46,6 +48,7 @@ const KEEP = flag('--keep')
 const REFUSED = flag('--refused')
 /** --batch N: creates go N at a time through createSessionsBatch (one statement per N). */
 const BATCH = num('--batch', 1)
+const KEYED = flag('--keyed')
 if (REFUSED && BATCH > 1) throw new Error('--refused times creates alone: a refused batch writes nothing and hands each create back')
 /** The agent's party hash of every create with --refused: on every proxy already. */
 const TAKEN = 'bench-taken'
@@ -104,6 +107,7 @@ function args(at: number): CreateSessionArgs {
     rec, metadata: {}, agentHash: REFUSED ? TAKEN : randomBytes(21).toString('base64url'), customerHash: randomBytes(21).toString('base64url'),
     agentEnc: enc, customerEnc: enc, quota: 1_000_000_000,
     events: [newEnvelope('session.created', at, data), newEnvelope('session.activated', at, data)],
+    ...(KEYED ? { idempotency: { key: `bench-${id}`, requestHash: 'h', status: 201, response: { id } } } : {}),
   }
 }
 
@@ -132,7 +136,7 @@ async function timeRun(pool: DatabasePool, label: string): Promise<void> {
 await withScratchDatabase(url, `maskline_bench_create_${process.pid}`, KEEP, async db => {
   await migrate(db.pool)
   await seed(db.pool)
-  console.log(`# ${SESSIONS} live sessions on ${PROXIES} proxy numbers, ${TENANTS} tenants; ${ROWS} creates per round${REFUSED ? ', each refused (a participant clash)' : ''}`)
+  console.log(`# ${SESSIONS} live sessions on ${PROXIES} proxy numbers, ${TENANTS} tenants; ${ROWS} creates per round${REFUSED ? ', each refused (a participant clash)' : ''}${BATCH > 1 ? `, in batches of ${BATCH}` : ''}${KEYED ? ', each with an Idempotency-Key' : ''}`)
   for (let r = 1; r <= ROUNDS; r++) await timeRun(db.pool, `round ${r}`)
   for (const step of STEPS) {
     await applyStep(db.pool, step)
