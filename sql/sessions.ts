@@ -307,15 +307,16 @@ function createValues(a: CreateSessionArgs, buffers: boolean): unknown[] {
 
 /**
  * Creates that arrive while an earlier one is at the database go together (issue 13): one call of
- * create_sessions_batch (migration 015), which takes the batch's
- * row locks in the order every writer keeps and then writes every create of the batch, or nothing.
+ * create_sessions_batch (migration 015), which takes the batch's row locks in the order every
+ * writer keeps and then writes every create of the batch, or nothing.
  */
 const CREATE_BATCH = sql.unsafe`${PREPARE}
   SELECT create_sessions_batch(${'batch'}::jsonb, ${'tenants'}::uuid[], ${'proxies'}::text[]) AS outcome`
 
 /**
- * Writes every create of `batch` (true), or nothing (false: each must then run on its own). Errors
- * of the connection are thrown.
+ * Writes every create of `batch` (true), or nothing (false: each must then run on its own). Any
+ * other error is reported where the pool reports its own (a fault of the connection, or of the
+ * function, is then seen even though each create goes on alone) and thrown.
  */
 export async function createSessionsBatch(direct: DirectPool, batch: readonly CreateSessionArgs[]): Promise<boolean> {
   const rows = JSON.stringify(batch.map(a => {
@@ -330,6 +331,7 @@ export async function createSessionsBatch(direct: DirectPool, batch: readonly Cr
     return row.outcome === 'ok'
   } catch (err) {
     if (BATCH_UNDONE.has(sqlStateOf(err) ?? '')) return false
+    direct.report(err)
     throw err
   }
 }
