@@ -18,9 +18,10 @@
 -- participant clash inside the batch (23505) or one key twice in it (21000). The caller then runs
 -- each create alone, which gives each its exact answer (a key's replay included).
 --
--- `batch` is a JSON array of creates, each with the parameters of CREATE by name (sql/sessions.ts createParams). The outbox rows are written as
--- sql/outbox.ts outboxInsertFrom writes them (test/sql/create-batch.test.ts compares every row a
--- batch writes with what the same creates write one by one, with and without a webhook).
+-- `batch` is a JSON array of creates, each with the parameters of CREATE by name (sql/sessions.ts
+-- createParams) and its Idempotency-Key if any. The outbox rows are written as sql/outbox.ts
+-- outboxInsertFrom writes them (test/sql/create-batch.test.ts compares every row a batch writes
+-- with what the same creates write one by one, with and without a webhook).
 CREATE FUNCTION create_sessions_batch(batch jsonb, tenant_ids uuid[], proxy_list text[]) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
