@@ -111,8 +111,11 @@ gc(); gc()
 const before = process.memoryUsage()
 
 // Build through the public path: planCreate + commit, the way the API does after persisting.
-// create.rate counts the time inside those two calls only, not the making of the inputs.
+// create.rate counts the time inside those two calls only, not the making of the inputs;
+// create.max is the longest single create (a table that grows all at once stalls here).
 let buildNs = 0
+let createMaxNs = 0
+let createsOver1ms = 0
 for (let i = 0; i < N; i++) {
   const s = shapeOf(i)
   const input: CreateInput = {
@@ -129,7 +132,10 @@ for (let i = 0; i < N; i++) {
   const t0 = process.hrtime.bigint()
   const plan = engine.planCreate(input, now0 + Math.floor(i / 1000))
   if (plan.ok) engine.commit(plan)
-  buildNs += Number(process.hrtime.bigint() - t0)
+  const ns = Number(process.hrtime.bigint() - t0)
+  buildNs += ns
+  if (ns > createMaxNs) createMaxNs = ns
+  if (ns > 1e6) createsOver1ms++
   if (!plan.ok) throw new Error(`create ${i}: ${plan.rejection}`)
 }
 
@@ -241,6 +247,8 @@ report('route.batch_mean', routeBatch, 'ns')
 report('mapget.batch_mean', mapBatch, 'ns')
 report('heap.per_session', Math.round(heapPerSession), 'bytes')
 report('create.rate', Math.round(N / (buildNs / 1e9)), 'sessions/s')
+report('create.max', Math.round(createMaxNs / 1e3), 'us')
+report('create.over_1ms', createsOver1ms, 'count')
 report('expire.rate', Math.round(N / (expireNs / 1e9)), 'sessions/s')
 
 if (write) writeResults()

@@ -6,6 +6,7 @@ import { allocateProxy } from './allocate-proxy.js'
 import { IndexConflictError, UnknownTenantError } from './errors.js'
 import { eventOf } from './events.js'
 import { ExpiryHeap } from './expiry-heap.js'
+import { IdMap } from './id-map.js'
 import { IdleQueue } from './idle-queue.js'
 import { LiveSession, type LiveView, type SessionExtras } from './live-session.js'
 import { NumberPool, type ProxyNumber } from './number-pool.js'
@@ -36,7 +37,7 @@ export class Engine {
   readonly #pool: NumberPool
   readonly #limits: typeof TIER_LIMITS
   readonly #tenants = new Map<string, TenantSlot>()
-  readonly #sessions = new Map<string, LiveSession>()
+  readonly #sessions = new IdMap<LiveSession>()
   readonly #index = new PartyIndex()
   readonly #timers = new ExpiryHeap<LiveSession>(s => s.dueAt())
   readonly #idle = new IdleQueue()
@@ -191,9 +192,7 @@ export class Engine {
     return this.#pool.counts(now)
   }
 
-  size(): number {
-    return this.#sessions.size
-  }
+  size(): number { return this.#sessions.size }
 
   #tenant(id: string): TenantSlot {
     const slot = this.#tenants.get(id)

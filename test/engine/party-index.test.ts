@@ -27,8 +27,9 @@ t.test('behaves like a Map keyed by (proxy, caller), with the role kept', async 
     fc.record({ op: fc.constant('set' as const), p: key, c: key, agent: fc.boolean(), v: fc.integer({ min: 0, max: 7 }) }),
     fc.record({ op: fc.constant('delete' as const), p: key, c: key, v: fc.integer({ min: 0, max: 7 }) }),
   )
-  fc.assert(fc.property(fc.array(opArb, { maxLength: 300 }), ops => {
-    const index = new PartyIndex(16)
+  // One shard gives the longest probe runs; four check that entries keep to their shard.
+  fc.assert(fc.property(fc.array(opArb, { maxLength: 300 }), fc.constantFrom(1, 4, 256), (ops, shards) => {
+    const index = new PartyIndex(16, shards)
     const model = new Map<string, { agent: boolean; v: number }>()
     for (const o of ops) {
       const k = `${o.p}/${o.c}`
@@ -54,7 +55,7 @@ t.test('behaves like a Map keyed by (proxy, caller), with the role kept', async 
 })
 
 t.test('grows past its load limit and keeps every entry', async t => {
-  const index = new PartyIndex(16)
+  const index = new PartyIndex(16, 1)
   const s = fake(1)
   for (let k = 1; k <= 5000; k++) index.set(12025550000 + (k % 7), 447700900000 + k, k % 2 === 0, s)
   t.equal(index.size, 5000)
@@ -66,4 +67,25 @@ t.test('grows past its load limit and keeps every entry', async t => {
   t.equal(found, 5000)
   t.equal(index.get(0, 447700900001), undefined, 'key 0 is never found')
   t.throws(() => index.set(0, 1, false, s))
+})
+
+t.test('grows by shards: one growth moves a 256th of the entries, not all of them', async t => {
+  // One table for two million parties stopped the event loop for 20-250 ms at each growth
+  // (bench/route.bench.ts create.max); a shard of it, under a millisecond.
+  const index = new PartyIndex()
+  const s = fake(1)
+  const n = 200_000
+  for (let k = 1; k <= n; k++) index.set(12025550000 + (k % 1000), 447700900000 + k, false, s)
+  t.equal(index.size, n)
+  const even = n / 256 / 0.7 // slots a shard needs at the mean
+  t.ok(index.largestTable <= 4 * even, `largest table ${index.largestTable} slots, a shard's share is ~${Math.round(even)}`)
+  let found = 0
+  for (let k = 1; k <= n; k++) if (index.get(12025550000 + (k % 1000), 447700900000 + k) === s) found++
+  t.equal(found, n, 'every entry found after the shards grew')
+
+  const reserved = new PartyIndex()
+  reserved.reserve(n)
+  const before = reserved.largestTable
+  for (let k = 1; k <= n; k++) reserved.set(12025550000 + (k % 1000), 447700900000 + k, false, s)
+  t.equal(reserved.largestTable, before, 'reserve() leaves no shard to grow')
 })
