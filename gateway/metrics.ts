@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http'
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import type { PoolCount } from '../engine/engine.js'
 import { regionCounts } from '../engine/pool-alerts.js'
+import type { BatchStats } from '../sql/create-batcher.js'
 
 /** Upper bounds of the request latency histogram, in seconds. */
 export const LATENCY_BUCKETS: readonly number[] = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -99,6 +100,8 @@ export interface MetricSources {
   ready?: () => boolean
   /** Issue #16: the pool alert level of a region (0 ok, 1 below 20 % free, 2 below 10 %, 3 below 5 %). */
   poolAlertLevel?: (region: string) => number
+  /** How session creates reached Postgres since start (sql/create-batcher.ts); null: a connection that does not batch. */
+  createBatches?: () => Readonly<BatchStats> | null
 }
 
 export interface ServiceMetrics {
@@ -189,6 +192,29 @@ export function createServiceMetrics(o: { routes?: Iterable<string>; defaults?: 
   })
   gauge('maskline_outbox_backlog', 'Webhook outbox events not yet delivered or given up (all tenants)', [], async g => {
     if (sources.outboxBacklog) g.set(await sources.outboxBacklog().catch(() => NaN))
+  })
+  // Creates batch only while another is at the database (sql/create-batcher.ts): the mean batch is
+  // batched / batch statements; undone batches (a refusal inside) cost their creates a second try.
+  new Counter({
+    name: 'maskline_session_create_statements_total',
+    help: 'Session create statements sent to Postgres by kind: alone (one create), batch (several, all written), batch_undone (several, none written: each then ran alone)',
+    labelNames: ['kind'], registers: [registry],
+    collect() {
+      const s = sources.createBatches?.()
+      this.reset()
+      if (!s) return
+      this.labels('alone').inc(s.alone)
+      this.labels('batch').inc(s.batches)
+      this.labels('batch_undone').inc(s.undone)
+    },
+  })
+  new Counter({
+    name: 'maskline_session_creates_batched_total', help: 'Session creates written by a batch statement (the rest went alone)', registers: [registry],
+    collect() {
+      const s = sources.createBatches?.()
+      this.reset()
+      if (s) this.inc(s.batched)
+    },
   })
   gauge('maskline_stream_clients', 'WebSocket stream clients connected to this node', [], g => { if (sources.streamClients) g.set(sources.streamClients()) })
   gauge('maskline_circuit_breaker_state', 'Telephony provider circuit breakers: 1 on the current state', ['provider', 'state'], g => {

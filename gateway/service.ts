@@ -31,7 +31,7 @@ import { consoleRoutes } from '../api/routes/console.js'
 import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
-import { loadLiveSessions, loadNumbers, seedNumbers } from '../sql/sessions.js'
+import { createBatchStats, loadLiveSessions, loadNumbers, seedNumbers } from '../sql/sessions.js'
 import { countLiveSessions } from '../sql/session-load.js'
 import { createRecordWriter } from '../sql/records.js'
 import { instanceId } from '../sql/instance.js'
@@ -403,6 +403,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       streamClients: () => stream?.connectionCount() ?? 0,
       breakers: () => provider.health(),
       poolAlertLevel: region => poolAlerts.level(region),
+      createBatches: () => createBatchStats(db.pool),
     } satisfies typeof metrics.sources)
 
     // Sessions that expired while the process was down expire now, once (the database decides).

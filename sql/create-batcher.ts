@@ -21,7 +21,19 @@ interface Waiting<A, R> {
   reject(err: unknown): void
 }
 
+/** Since start, for the metrics (gateway/metrics.ts): how creates reached the database. */
+export interface BatchStats {
+  /** Creates run alone: those that found the slot free, and each of an undone batch. */
+  alone: number
+  /** Batch statements that wrote their creates, and the creates they wrote. */
+  batches: number
+  batched: number
+  /** Batch statements that wrote nothing (a refusal inside, or an error): their creates ran alone. */
+  undone: number
+}
+
 export class CreateBatcher<A, R> {
+  readonly stats: BatchStats = { alone: 0, batches: 0, batched: 0, undone: 0 }
   private readonly queue: Waiting<A, R>[] = []
   private running = 0
   private readonly runner: BatchRunner<A, R>
@@ -62,10 +74,14 @@ export class CreateBatcher<A, R> {
       // which retries or reports as a create alone does.
       const written = await this.runner.many(batch.map(w => w.a)).catch(() => false)
       if (written) {
+        this.stats.batches++
+        this.stats.batched += batch.length
         for (const w of batch) w.resolve(this.runner.written)
         return
       }
+      this.stats.undone++
     }
+    this.stats.alone += batch.length
     await Promise.all(batch.map(w => this.runner.one(w.a).then(w.resolve, w.reject)))
   }
 }

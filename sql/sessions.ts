@@ -13,7 +13,7 @@ import { ensurePeriod, monthStart, numberRentalKey } from './billing.js'
 import { callsJoin, lastCallAt } from './call-count.js'
 import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
 import { guard, sqlStateOf, StoreError, withRetry } from './errors.js'
-import { CreateBatcher } from './create-batcher.js'
+import { CreateBatcher, type BatchStats } from './create-batcher.js'
 import { insertOutbox, outboxInsertFrom } from './outbox.js'
 import { directPool, directTransaction, PREPARE, type DirectPool, type Queries } from './direct.js'
 import { iso, isoOrNull, jsonb, rollback, transact, ts, tsOrNull, type Db, type Rollback } from './transaction.js'
@@ -125,6 +125,13 @@ const CREATE_SLOTS = 1
 const CREATE_BATCH_MAX = 32
 
 const batchers = new WeakMap<DirectPool, CreateBatcher<CreateSessionArgs, CreateSessionResult>>()
+
+/** How this pool's creates reached the database since start (metrics); null for a pool that does not batch. */
+export function createBatchStats(db: Db): Readonly<BatchStats> | null {
+  const direct = isPool(db) ? directPool(db) : null
+  if (!direct) return null
+  return batchers.get(direct)?.stats ?? { alone: 0, batches: 0, batched: 0, undone: 0 }
+}
 
 function batcherOf(db: DatabasePool, direct: DirectPool): CreateBatcher<CreateSessionArgs, CreateSessionResult> {
   let b = batchers.get(direct)

@@ -41,6 +41,7 @@ t.test('alone when a slot is free; those that wait go together, at most maxBatch
   t.equal(calls[2]!.kind, 'one', 'a batch of one is a create alone')
   calls[2]!.release('ok')
   t.same(await Promise.all(rest), ['ok', 'ok', 'ok', 'ok'])
+  t.same(b.stats, { alone: 2, batches: 1, batched: 3, undone: 0 }, 'counted for the metrics')
 })
 
 t.test('a batch that wrote nothing, or failed, hands each create back to run alone', async t => {
@@ -60,6 +61,7 @@ t.test('a batch that wrote nothing, or failed, hands each create back to run alo
     calls[3]!.release('tier-session-limit')
     calls[4]!.fail(new Error('gone'))
     t.same(await Promise.all(waiting), ['ok', 'tier-session-limit', 'error: gone'], `${outcome}: each its own answer`)
+    t.same(b.stats, { alone: 4, batches: 0, batched: 0, undone: 1 }, `${outcome}: the batch counted as undone, its creates as alone`)
   }
 })
 
