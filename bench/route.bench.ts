@@ -290,6 +290,7 @@ function writeResults(): void {
     '- `route.*`, `mapget.*`: one sample per call; the arguments are fresh string copies made just before the call (in cache, hash not yet computed), as a parsed provider callback hands them over.',
     '- `*.batch_mean`: one timer around all calls over strings built beforehand (out of cache), divided by the count.',
     '- `create.rate`: time inside `planCreate` + `commit` only, garbage collection of the growing heap included; `expire.rate`: `tick()` once per simulated second until all sessions expired.',
+    '- `create.max`, `create.over_1ms`: the longest single create while growing to the population, and how many took over 1 ms (scavenges of the growing heap; near pool exhaustion, the search of every number a tenant holds). Sessions by id and the party index grow shard by shard (256 each: engine/id-map.ts, engine/party-index.ts); as one Map and one table they stopped the engine for 89-507 ms at their growths (twentieth session).',
     '- At this size every pointer followed is a cache miss, so the cost of a lookup is the number of objects it touches. A first design, proxy → `Map` of callers → session, measured 2.3 µs median and 5.3-5.9 µs p99 on this machine (p99 target not met); `engine/party-index.ts` replaced it with one open-addressing table keyed by the two numbers as doubles (see its header).',
     '',
   ].join('\n')
