@@ -197,7 +197,7 @@ export function createServiceMetrics(o: { routes?: Iterable<string>; defaults?: 
   // batched / batch statements; undone batches (a refusal inside) cost their creates a second try.
   new Counter({
     name: 'maskline_session_create_statements_total',
-    help: 'Session create statements sent to Postgres by kind: alone (one create), batch (several, all written), batch_undone (several, none written: each then ran alone)',
+    help: 'Session create statements sent to Postgres by kind: alone (one create; with an Idempotency-Key, its own transaction), batch (several, all written), batch_undone (several, none written: each then ran alone)',
     labelNames: ['kind'], registers: [registry],
     collect() {
       const s = sources.createBatches?.()
