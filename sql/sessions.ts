@@ -129,8 +129,7 @@ const batchers = new WeakMap<DirectPool, CreateBatcher<CreateSessionArgs, Create
 /** How this pool's creates reached the database since start (metrics); null for a pool that does not batch. */
 export function createBatchStats(db: Db): Readonly<BatchStats> | null {
   const direct = isPool(db) ? directPool(db) : null
-  if (!direct) return null
-  return batchers.get(direct)?.stats ?? { alone: 0, batches: 0, batched: 0, undone: 0 }
+  return direct ? batcherOf(db as DatabasePool, direct).stats : null
 }
 
 function batcherOf(db: DatabasePool, direct: DirectPool): CreateBatcher<CreateSessionArgs, CreateSessionResult> {
