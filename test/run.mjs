@@ -58,8 +58,21 @@ async function suite(name, env, floor) {
   // tap still prints its coverage errors on a narrowed run (no floors passed): they judge nothing there.
   const below = only.length ? [] : [...out.matchAll(/^# ERROR: incomplete (\w+) coverage \(([\d.]+)%\)/gm)].map(m => `${m[1]} ${m[2]}% < ${floor[m[1]]}%`)
   if (below.length) { failed++; failures.push(`${name}: coverage below its floor (${below.join(', ')})`) }
-  if (fail) failures.push(`${name}: ${fail} failing`)
+  if (fail) failures.push(`${name}: ${fail} failing (${failedTests(out).join(' | ')})`)
   else if (code !== 0 && !below.length) { failed++; failures.push(`${name}: exit ${code}`) }
+}
+
+/**
+ * The names of the failing tests, outermost first, so the last lines of a long CI log say which
+ * test failed: tap nests a failing assertion under its subtests, each `not ok` line closing one.
+ */
+function failedTests(out) {
+  const names = []
+  for (const m of out.matchAll(/^( *)not ok \d+ - (.*?)(?: # .*)?$/gm)) {
+    if (m[1].length === 4) names.push(m[2]) // a test inside a file (the file itself is at depth 0)
+    else if (m[1].length === 0) names.push(`[${m[2]}]`)
+  }
+  return names
 }
 
 if (!only.length) {
