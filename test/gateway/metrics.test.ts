@@ -231,17 +231,29 @@ t.test('ACCESS_LOG=failures: successes are counted, not logged; failures and the
 t.test('session creates that reach the database together are counted as batches', async t => {
   const s = await startTestService(t, { env: { METRICS_PORT: '0' } })
   const acct = await s.signup()
-  const n = 12
-  const created = await Promise.all(Array.from({ length: n }, (_, k) =>
-    s.req('POST', '/v1/sessions', { token: acct.token, body: { agentPhone: s.phone(10 + k), customerPhone: s.phone(40 + k) } })))
-  t.same(created.map(r => r.status), created.map(() => 201))
-  const f = parseExposition(await s.svc.metrics.registry.metrics())
   const S = 'maskline_session_create_statements_total'
-  const alone = value(f, S, S, { kind: 'alone' })
-  const batches = value(f, S, S, { kind: 'batch' })
-  const batched = value(f, 'maskline_session_creates_batched_total', 'maskline_session_creates_batched_total')
-  t.equal(f.get(S)?.type, 'counter')
-  t.equal(value(f, S, S, { kind: 'batch_undone' }), 0, 'nothing refused, no batch undone')
-  t.equal(alone! + batched!, n, 'every create counted once: alone or in a batch')
-  t.ok(batches! >= 1 && batched! >= 2 * batches!, `${n} at once: ${batches} batches wrote ${batched} creates, ${alone} went alone`)
+  const B = 'maskline_session_creates_batched_total'
+  // Whether creates sent at once reach the database together depends on the machine's timing
+  // (the batcher itself is tested step by step in test/sql/create-batcher.test.ts): bursts of 12
+  // until one batch is seen, at most 5 (the tier's 100 live sessions leave room).
+  const n = 12
+  let sent = 0
+  for (let burst = 0; burst < 5; burst++) {
+    const created = await Promise.all(Array.from({ length: n }, (_, k) =>
+      s.req('POST', '/v1/sessions', { token: acct.token, body: { agentPhone: s.phone(100 + sent + k), customerPhone: s.phone(400 + sent + k) } })))
+    sent += n
+    t.same(created.map(r => r.status), created.map(() => 201))
+    const f = parseExposition(await s.svc.metrics.registry.metrics())
+    t.equal(f.get(S)?.type, 'counter')
+    const alone = value(f, S, S, { kind: 'alone' })
+    const batches = value(f, S, S, { kind: 'batch' })
+    const batched = value(f, B, B)
+    t.equal(value(f, S, S, { kind: 'batch_undone' }), 0, 'nothing refused, no batch undone')
+    t.equal(alone! + batched!, sent, 'every create counted once: alone or in a batch')
+    t.ok(batched! >= 2 * batches!, 'a batch holds two creates or more')
+    if (batches! >= 1 || burst === 4) {
+      t.ok(batches! >= 1, `${sent} in bursts of ${n}: ${batches} batches wrote ${batched} creates, ${alone} went alone`)
+      break
+    }
+  }
 })
