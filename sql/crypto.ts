@@ -52,7 +52,7 @@ export function createPhoneCipher(key32: Buffer): PhoneCipher {
     d.setAuthTag(buf.subarray(buf.length - TAG_BYTES))
     return Buffer.concat([d.update(buf.subarray(IV_BYTES, buf.length - TAG_BYTES)), d.final()]).toString('utf8')
   }
-  let gcm: Gcm | null = null // built on first use: its table is 256 KiB
+  let gcm: Gcm | null = null // built on first use (and its 256 KiB table only for decryptPacked)
   return {
     encrypt: text => (gcm ??= new Gcm(key)).encrypt(text),
     decrypt,
