@@ -63,8 +63,8 @@ async function suite(name, env, floor) {
 }
 
 /**
- * The names of the failing tests, outermost first, so the last lines of a long CI log say which
- * test failed: tap nests a failing assertion under its subtests, each `not ok` line closing one.
+ * The names of the failing tests (each file's failing tests, then the file in brackets), so the
+ * last lines of a long CI log say which test failed: tap closes each subtest with its own line.
  */
 function failedTests(out) {
   const names = []
