@@ -76,8 +76,7 @@ class Gcm {
   private readonly ecb: Cipher
   /** H·x^i for i = 0 … 127, four big-endian 32-bit words each: the constant-time multiplication. */
   private readonly basis: Int32Array
-  /** H times each byte value at each of the 16 positions: the fast multiplication (built on first use). */
-  private table: Int32Array | null = null
+  private lookup: Int32Array | null = null
   /** GHASH's running value Y, as four big-endian 32-bit words. */
   private readonly y = new Int32Array(4)
   /** Random IVs drawn from the CSPRNG a few hundred at a time. */
@@ -89,6 +88,11 @@ class Gcm {
     this.ecb = createCipheriv('aes-256-ecb', key, null)
     this.ecb.setAutoPadding(false)
     this.basis = ghashBasis(this.aes(Buffer.alloc(BLOCK)))
+  }
+
+  /** H times each byte value at each of the 16 positions: decryptPacked's multiplication by table. */
+  get table(): Int32Array {
+    return this.lookup ??= ghashTable(this.basis)
   }
 
   /** AES of whole blocks. ECB keeps no state between blocks, so one cipher object serves every call. */
@@ -113,43 +117,30 @@ class Gcm {
     const stream = this.aes(counters)
     out.write(text, IV_BYTES, 'utf8')
     for (let j = 0; j < n; j++) out[IV_BYTES + j]! ^= stream[BLOCK + j]!
-    this.ghash(out, IV_BYTES, n, false)
+    this.ghash(out, IV_BYTES, n)
     const tag = IV_BYTES + n
     for (let w = 0; w < 4; w++) out.writeInt32BE(this.y[w]! ^ stream.readInt32BE(4 * w), tag + 4 * w)
     return out
   }
 
-  /**
-   * Y ← GHASH of the ciphertext buf[at, at + n) (no associated data) and its length block, by the
-   * table when `fast` (data at rest: decryptPacked), else in constant time (encrypt).
-   */
-  ghash(buf: Buffer, at: number, n: number, fast: boolean): void {
+  /** Y ← GHASH of the ciphertext buf[at, at + n) (no associated data) and its length block. */
+  private ghash(buf: Buffer, at: number, n: number): void {
     const y = this.y
     y.fill(0)
     for (let p = 0; p < n; p += BLOCK) { // Y ← (Y ⊕ X)·H, X the next ≤ 16 bytes, zero-padded
       const len = Math.min(BLOCK, n - p)
       for (let q = 0; q < len; q++) y[q >> 2] = y[q >> 2]! ^ (buf[at + p + q]! << (24 - 8 * (q & 3)))
-      this.mul(fast)
+      this.mulH()
     }
     y[3] = y[3]! ^ (8 * n) // the length block 0^64 ‖ [8n]_64, for n < 2^29
-    this.mul(fast)
-  }
-
-  private mul(fast: boolean): void {
-    if (fast) this.mulTable()
-    else this.mulBasis()
-  }
-
-  /** Y's word w, as a signed int (compared by XOR, so the sign is moot). */
-  word(w: number): number {
-    return this.y[w]!
+    this.mulH()
   }
 
   /**
    * Y ← Y·H in GF(2^128), in constant time: the XOR of H·x^i over Y's set bits i, each term masked
    * rather than chosen, so neither the branches nor the memory reads depend on Y or H.
    */
-  private mulBasis(): void {
+  private mulH(): void {
     const b = this.basis
     const y = this.y
     let z0 = 0, z1 = 0, z2 = 0, z3 = 0
@@ -160,18 +151,6 @@ class Gcm {
         const k = (w * 32 + j) * 4
         z0 ^= b[k]! & m; z1 ^= b[k + 1]! & m; z2 ^= b[k + 2]! & m; z3 ^= b[k + 3]! & m
       }
-    }
-    y[0] = z0; y[1] = z1; y[2] = z2; y[3] = z3
-  }
-
-  /** Y ← Y·H by the table: one row per byte of Y (~10× the constant-time one's speed). */
-  private mulTable(): void {
-    const t = this.table ??= ghashTable(this.basis)
-    const y = this.y
-    let z0 = 0, z1 = 0, z2 = 0, z3 = 0
-    for (let p = 0; p < BLOCK; p++) {
-      const k = (p * 256 + ((y[p >> 2]! >>> (24 - 8 * (p & 3))) & 255)) * 4
-      z0 ^= t[k]!; z1 ^= t[k + 1]!; z2 ^= t[k + 2]!; z3 ^= t[k + 3]!
     }
     y[0] = z0; y[1] = z1; y[2] = z2; y[3] = z3
   }
@@ -217,6 +196,7 @@ function ghashTable(basis: Int32Array): Int32Array {
 function decryptPacked(
   gcm: Gcm, decrypt: (buf: Buffer) => string, packed: Buffer, ends: ArrayLike<number>, count: number,
 ): string[] {
+  const t = gcm.table
   // Per item two counter blocks: J0 = IV ‖ 1 (masks the tag) and IV ‖ 2 (the keystream of the
   // number's one block); items the fast path cannot take keep zero blocks and go to decrypt().
   // Byte loops rather than Buffer#copy/readUInt32BE: a dozen bytes cost less than the calls.
@@ -239,12 +219,24 @@ function decryptPacked(
       out[i] = decrypt(packed.subarray(start, end))
       continue
     }
-    // The tag is E(J0) ⊕ GHASH(C).
+    // GHASH of one ciphertext block C (zero-padded) and the length block L = 0^64 ‖ [8n]_64:
+    // S = ((C·H) ⊕ L)·H, and the tag is E(J0) ⊕ S. Zero bytes contribute nothing (row 0 is 0).
     const c = start + IV_BYTES
-    gcm.ghash(packed, c, n, true)
+    let z0 = 0, z1 = 0, z2 = 0, z3 = 0
+    for (let p = 0; p < n; p++) {
+      const k = (p * 256 + packed[c + p]!) * 4
+      z0 ^= t[k]!; z1 ^= t[k + 1]!; z2 ^= t[k + 2]!; z3 ^= t[k + 3]!
+    }
+    const x0 = z0, x1 = z1, x2 = z2, x3 = z3 ^ (8 * n)
+    z0 = 0; z1 = 0; z2 = 0; z3 = 0
+    for (let p = 0; p < 16; p++) {
+      const w = p < 4 ? x0 : p < 8 ? x1 : p < 12 ? x2 : x3
+      const k = (p * 256 + ((w >>> (24 - 8 * (p & 3))) & 255)) * 4
+      z0 ^= t[k]!; z1 ^= t[k + 1]!; z2 ^= t[k + 2]!; z3 ^= t[k + 3]!
+    }
     const at = i * 2 * BLOCK
-    if ((gcm.word(0) ^ word(stream, at) ^ word(packed, end - 16)) !== 0 || (gcm.word(1) ^ word(stream, at + 4) ^ word(packed, end - 12)) !== 0 ||
-      (gcm.word(2) ^ word(stream, at + 8) ^ word(packed, end - 8)) !== 0 || (gcm.word(3) ^ word(stream, at + 12) ^ word(packed, end - 4)) !== 0) {
+    if ((z0 ^ word(stream, at) ^ word(packed, end - 16)) !== 0 || (z1 ^ word(stream, at + 4) ^ word(packed, end - 12)) !== 0 ||
+      (z2 ^ word(stream, at + 8) ^ word(packed, end - 8)) !== 0 || (z3 ^ word(stream, at + 12) ^ word(packed, end - 4)) !== 0) {
       out[i] = decrypt(packed.subarray(start, end)) // not what GCM accepts: decrypt() throws
       continue
     }
