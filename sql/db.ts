@@ -91,6 +91,16 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database>
   return openEmbedded(opts.dataDir, opts.maximumPoolSize ?? 4, onError, opts.embeddedSeed)
 }
 
+/**
+ * The embedded server's buffer pool. PGlite runs in this process, so its pool is resident memory
+ * beside the engine's: Postgres's default 128MB filled up during the boot's scan of the sessions
+ * (TID range scans take no ring buffer) and held a million-session node at 1,085 MiB RSS against
+ * issue #13's 1 GB, where 16MB gives 948 MiB (bench/RESULTS.md, twenty-second session). A page
+ * missing from the pool is read from DATA_DIR's files, which the kernel's page cache keeps,
+ * outside the process.
+ */
+export const EMBEDDED_SHARED_BUFFERS = '16MB'
+
 async function openEmbedded(dataDir: string, size: number, onError: (code: string) => void, seed: Blob | undefined): Promise<Database> {
   mkdirSync(dataDir, { recursive: true })
   const unlock = lockDataDir(dataDir)
@@ -98,7 +108,10 @@ async function openEmbedded(dataDir: string, size: number, onError: (code: strin
     const { PGlite } = await import('@electric-sql/pglite')
     const pgDir = join(dataDir, 'pg')
     const fresh = !existsSync(join(pgDir, 'PG_VERSION'))
-    const pg = await PGlite.create(pgDir, seed && fresh ? { loadDataDir: seed } : {})
+    const pg = await PGlite.create(pgDir, {
+      ...(seed && fresh ? { loadDataDir: seed } : {}),
+      startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${EMBEDDED_SHARED_BUFFERS}`],
+    })
     const server = await serveEmbedded(pg, { onError })
     const uri = `postgres://postgres@${server.host}:${server.port}/postgres?application_name=${UNPREPARED_APPLICATION}`
     const pools: DatabasePool[] = []

@@ -9,7 +9,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import pg from 'pg'
 import { sql } from 'slonik'
 import { PGlite } from '@electric-sql/pglite'
-import { openDatabase, parseTimestampMs } from '../../sql/db.js'
+import { EMBEDDED_SHARED_BUFFERS, openDatabase, parseTimestampMs } from '../../sql/db.js'
 import { serveEmbedded } from '../../sql/pglite-server.js'
 import { testDatabase, testDatabaseUrl } from '../support/db.js'
 
@@ -101,6 +101,13 @@ t.test('embedded: a connection idle in a transaction is cut so others proceed', 
   t.same(res.rows, [{ n: 0 }], "the cut transaction's insert was rolled back")
   t.match(await holderError, Error, 'the holder lost its connection')
   t.ok(codes.includes('idle-in-transaction'))
+})
+
+t.test('embedded: the buffer pool is the small one the service sets, not Postgres\'s 128MB', { skip: testDatabaseUrl() ? 'embedded only' : false }, async t => {
+  // PGlite's pool is resident memory of the service itself (sql/db.ts EMBEDDED_SHARED_BUFFERS).
+  const db = await testDatabase(t)
+  t.equal(await db.pool.oneFirst(sql.unsafe`SELECT current_setting('shared_buffers')`), EMBEDDED_SHARED_BUFFERS)
+  t.equal(await db.pool.oneFirst(sql.unsafe`SELECT source FROM pg_settings WHERE name = 'shared_buffers'`), 'command line')
 })
 
 t.test('embedded: one process per DATA_DIR, data survives a reopen', { skip: testDatabaseUrl() ? 'embedded only' : false }, async t => {
