@@ -11,13 +11,12 @@
 // their deadline, so the boot has them to expire. --calls K gives every live session K call
 // records (then VACUUM ANALYZE, as autovacuum would have run by then): spec 2.2 callCount and
 // lastCallAt are counted from them at boot (migration 011). Then the service is started as `npm start`
-// does (`node --import tsx gateway/main.ts` with `npm start`'s Node flags, configured through its
-// environment only) and timed to its "listening" log line, which carries startService's own figure (bootMs: database, rebuild,
+// does (the compiled dist/gateway/main.js with `npm start`'s Node flags, built first when stale, as
+// `npm run bench` starts it; configured through its environment only) and timed to its "listening" log line, which carries startService's own figure (bootMs: database, rebuild,
 // boot expiry, listen), and to its 'boot' line (the phases before listening: database, tenants and
 // numbers, sessions; the heap after the load). One voice callback per sampled session checks that the rebuilt engine
 // routes. Prints one `bench: <name> <value> <unit>` line per figure.
 import { randomBytes } from 'node:crypto'
-import { fileURLToPath } from 'node:url'
 import { sql } from 'slonik'
 import { EnvSchema } from '../gateway/config.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
@@ -29,7 +28,7 @@ import {
   agentOf, customerOf, loadPopulation, numberPoolFor, proxiesFor, proxyOf, sessionIdOf, tenantIdOf, tenantOfSession, type Population,
 } from './lib/population.js'
 import { rssOf, sleep, startChild } from './lib/proc.js'
-import { startNodeFlags } from './scenarios/service.js'
+import { ensureServiceBuilt, serviceArgs } from './scenarios/service.js'
 
 const args = process.argv.slice(2)
 function option(name: string): number | undefined {
@@ -48,7 +47,6 @@ const EXPIRED = option('--expired') ?? 0
 const CALLS = option('--calls') ?? 0
 const SESSIONS_PER_TENANT = 4_000
 const CONFIG_VARS = new Set(Object.keys(EnvSchema.properties))
-const MAIN = fileURLToPath(new URL('../gateway/main.ts', import.meta.url))
 
 const figure = (name: string, value: number, unit: string) => console.log(`bench: ${name} ${value} ${unit}`)
 const note = (line: string) => console.error(`boot bench: ${line}`)
@@ -136,7 +134,10 @@ async function main() {
       await conn.close() // embedded: one process per DATA_DIR, the service's from now on
     }
 
-    // 2. The service, as `npm start` runs it.
+    // 2. The service, as `npm start` runs it. Not through tsx: its loader and the sources it
+    //    transpiles added ~100 MiB to the RSS after a 1M boot (bench/RESULTS.md, twenty-second session).
+    const unbuilt = ensureServiceBuilt()
+    if (unbuilt) throw new Error(`the service cannot run: ${unbuilt}`)
     const env: NodeJS.ProcessEnv = {}
     for (const [k, v] of Object.entries(process.env)) if (!CONFIG_VARS.has(k) && !k.startsWith('TELNYX_')) env[k] = v
     Object.assign(env, db.env, {
@@ -145,7 +146,7 @@ async function main() {
     })
     const pin = detectPinning()
     const spawned = Date.now()
-    child = startChild({ name: 'service', cmd: process.execPath, args: [...startNodeFlags(), '--import', 'tsx', MAIN], core: null, pin, env })
+    child = startChild({ name: 'service', cmd: process.execPath, args: [...serviceArgs()], core: null, pin, env })
     const ready = await child.waitFor(listening, Math.max(300_000, N), 'its "listening" log line')
     const spawnToListening = ready.time - spawned
     await sleep(500)

@@ -45,6 +45,11 @@ const NODE_FLAGS = [...startNodeFlags(), ...(process.env.BENCH_NODE_FLAGS?.trim(
 let entryArgs: string[] = [...NODE_FLAGS, ENTRY]
 export let serviceEntry = [...NODE_FLAGS, ENTRY].join(' ')
 
+/** The service's command line (Node flags, entry) as ensureServiceBuilt() left it. */
+export function serviceArgs(): readonly string[] {
+  return entryArgs
+}
+
 /** null when the service can run; otherwise why not. Runs `npm run build` when dist/ is stale. */
 export function ensureServiceBuilt(): string | null {
   if (!existsSync(SERVICE_SOURCE)) return `${SERVICE_SOURCE} does not exist yet (the composition root is being written)`
