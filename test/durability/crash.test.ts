@@ -35,6 +35,13 @@ const KILL_AFTER = 200
  * answers were already written, and the test proved nothing about in-flight operations.
  */
 const IN_FLIGHT_AT_KILL = 8
+/**
+ * That acknowledgement only arms the kill: it comes this long after the next request is sent. A
+ * kill at the acknowledgement itself once counted 12 in flight and saw all 12 acknowledged: they
+ * had been committed in the same group commit as the one acknowledged, their answers already in
+ * the sockets. A request sent a millisecond before the kill is still waiting for its commit.
+ */
+const KILL_AFTER_SEND_MS = 1
 const GRACE_CHOICES = [0, 5] as const
 /** The graceful-stop check: calls answered before SIGTERM, and at most this many more after it. */
 const STOP_CALLS_BEFORE = 16
@@ -122,6 +129,7 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
   let acked = 0
   let voiceChecks = 0
   let killed = false
+  let armed = false
   let inFlightAtKill = 0
   const inFlight = new Set<Op>()
 
@@ -144,17 +152,16 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
     ops.push(op)
     inFlight.add(op)
     try {
-      let r
-      if (op.kind === 'create') {
-        r = await request(first.url, 'POST', '/v1/sessions', {
+      const pending = op.kind === 'create'
+        ? request(first.url, 'POST', '/v1/sessions', {
           token: op.tenant.token, headers: { 'idempotency-key': op.key! },
           body: { agentPhone: op.agent, customerPhone: op.customer, gracePeriodMinutes: op.grace },
         })
-      } else if (op.kind === 'end') {
-        r = await request(first.url, 'POST', `/v1/sessions/${op.sess!.id}/end`, { token: op.tenant.token })
-      } else {
-        r = await request(first.url, 'PATCH', `/v1/sessions/${op.sess!.id}/target`, { token: op.tenant.token, body: { customerPhone: op.customer } })
-      }
+        : op.kind === 'end'
+          ? request(first.url, 'POST', `/v1/sessions/${op.sess!.id}/end`, { token: op.tenant.token })
+          : request(first.url, 'PATCH', `/v1/sessions/${op.sess!.id}/target`, { token: op.tenant.token, body: { customerPhone: op.customer } })
+      if (armed) setTimeout(kill, KILL_AFTER_SEND_MS)
+      const r = await pending
       op.status = r.status
       op.body = r.body
     } catch (err) {
@@ -177,7 +184,7 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
       if (op.kind === 'end') { s.ended = true; s.ends++ }
       else { s.previous.push(s.customer); s.customer = op.customer!; s.swaps++ }
     }
-    if (++acked >= KILL_AFTER && inFlight.size >= IN_FLIGHT_AT_KILL) kill()
+    if (++acked >= KILL_AFTER && inFlight.size >= IN_FLIGHT_AT_KILL) armed = true
   }
 
   async function voiceCheck(tn: Tenant) {
