@@ -152,15 +152,6 @@ export interface CallCache {
   bySid(providerCallId: string): CallState | undefined
 }
 
-/**
- * The rows `r` of a record insert whose session exists with that tenant; any other row refuses
- * the whole statement with SQLSTATE 23503, as the foreign keys that migration 005 dropped did (so
- * the writer's retry still isolates it). One index probe per row, no trigger, no row lock.
- */
-const SESSION_CHECK = (table: 'call_records' | 'sms_records') => sql.fragment`
-  LEFT JOIN sessions known ON known.id = r.session_id AND known.tenant_id = r.tenant_id
-  WHERE known.id IS NOT NULL OR refuse_record_without_session(${table}, r.session_id)`
-
 const SMS_RANK: Readonly<Record<SmsStatus, number>> = { QUEUED: 0, SENT: 1, DELIVERED: 2, FAILED: 2 }
 
 export const failedResult = (op: OpData): Result => (op.kind === 'call' || op.kind === 'sms' ? null : false)
@@ -221,7 +212,6 @@ export async function applyOps(tx: Queries, ops: readonly OpData[], cache: CallC
       SELECT r.* FROM jsonb_to_recordset(${jsonb(rows)}) AS r(
         id uuid, session_id uuid, tenant_id uuid, provider_message_id text, forward_message_id text, direction text, status text,
         sent_at timestamptz, delivered_at timestamptz, reason text)
-      ${SESSION_CHECK('sms_records')}
       ON CONFLICT DO NOTHING
       RETURNING provider_message_id AS key, id, status`)) as readonly { key: string; id: string; status: SmsStatus }[]) {
       stored.set(r.key, { id: r.id, status: r.status })
@@ -308,7 +298,6 @@ async function insertCalls(tx: Queries, calls: ReadonlyArray<{ row: CallInsert; 
       SELECT r.* FROM jsonb_to_recordset(${jsonb(rows)}) AS r(
         id uuid, session_id uuid, tenant_id uuid, provider_call_id text, status text, direction text, duration_seconds int,
         initiated_at timestamptz, answered_at timestamptz, ended_at timestamptz, recording_consent_played boolean, party_b_hash text)
-      ${SESSION_CHECK('call_records')}
       ON CONFLICT (provider_call_id) DO NOTHING
       RETURNING provider_call_id, id, session_id)
     ${events !== '' ? sql.fragment`, outbox_ins AS (${outboxInsertFrom(sql.fragment`

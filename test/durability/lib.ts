@@ -44,6 +44,8 @@ export interface Snapshot {
   callSids: Set<string>
   /** session id → call records. */
   callRecords: Map<string, number>
+  /** Call and SMS records whose session (of the record's tenant) does not exist: no key refuses them (migration 016). */
+  orphanRecords: string[]
 }
 
 export async function snapshot(pool: DatabasePool): Promise<Snapshot> {
@@ -101,7 +103,11 @@ export async function snapshot(pool: DatabasePool): Promise<Snapshot> {
     for (const r of await tx.any(sql.unsafe`SELECT session_id, count(*)::int AS n FROM call_records GROUP BY session_id`) as readonly Record<string, any>[]) {
       callRecords.set(r['session_id'], r['n'])
     }
-    return { dbNow, sessions, participants, tenants, proxies, events, orphanEvents, swapAudits, idempotency, billedCreates, callSids, callRecords }
+    const orphanRecords = await tx.anyFirst(sql.unsafe`
+      SELECT r.kind || ' ' || r.id FROM (SELECT 'call' AS kind, id, session_id, tenant_id FROM call_records
+                                         UNION ALL SELECT 'sms', id, session_id, tenant_id FROM sms_records) r
+      LEFT JOIN sessions s ON s.id = r.session_id AND s.tenant_id = r.tenant_id WHERE s.id IS NULL`) as readonly string[]
+    return { dbNow, sessions, participants, tenants, proxies, events, orphanEvents, swapAudits, idempotency, billedCreates, callSids, callRecords, orphanRecords: [...orphanRecords] }
   })
 }
 
@@ -187,7 +193,8 @@ export function checkInvariants(t: Assert, s: Snapshot, label: string): void {
   for (const o of s.orphanEvents) eventProblems.push(`outbox ${o.type} for session ${o.sessionId}, which does not exist`)
   for (const id of s.swapAudits.keys()) if (!s.sessions.has(id)) eventProblems.push(`swap audit of unknown session ${id}`)
   for (const id of s.billedCreates.keys()) if (id !== null && !s.sessions.has(id)) eventProblems.push(`session_created billed for unknown session ${id}`)
-  t.same(eventProblems.slice(0, SHOW), [], `${label}: outbox, audit and billing rows exist exactly for committed changes`)
+  for (const r of s.orphanRecords) eventProblems.push(`${r} record of a session that does not exist (or of another tenant)`)
+  t.same(eventProblems.slice(0, SHOW), [], `${label}: outbox, audit, billing and record rows exist exactly for committed changes`)
 }
 
 // ---------------------------------------------------------------------------------------------

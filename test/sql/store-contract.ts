@@ -10,7 +10,7 @@ import {
 } from '../../sql/sessions.js'
 import { listBillingEvents, listPeriods, listPricing, recordUsage, usageTotals } from '../../sql/billing.js'
 import { purgeOldRecords } from '../../sql/retention.js'
-import { createRecordWriter, getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms, type CallInsert } from '../../sql/records.js'
+import { createRecordWriter, getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms, type CallInsert, type SmsInsert } from '../../sql/records.js'
 import { uuidv7 } from '../../api/vocabulary/ids.js'
 import { readMigrations } from '../../sql/migrate.js'
 import type { SessionRecord } from '../../engine/types.js'
@@ -384,13 +384,13 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     t.equal(await w.upsertCall(early), early.id)
     t.match(await getSession(db.pool, tenant.id, rec.id), { callCount: 27, lastCallAt: new Date(T0 + 30_000).toISOString() }, 'lastCallAt never moves back')
 
-    // A bad row (unknown session) fails alone: the retry applies the rest one by one.
-    const orphan = { ...call(40), sessionId: uuidv7() }
+    // A bad row (a status the table's CHECK refuses) fails alone: the retry applies the rest one by one.
+    const bogus = { ...call(40), status: 'BOGUS' as CallInsert['status'] }
     const fine = call(41)
-    const [good, bad] = await Promise.all([w.upsertCall(fine), w.upsertCall(orphan)])
+    const [good, bad] = await Promise.all([w.upsertCall(fine), w.upsertCall(bogus)])
     t.equal(good, fine.id, 'the good row is stored')
     t.equal(bad, null)
-    t.ok(errors.includes('23503'), 'the failure is reported by code')
+    t.ok(errors.includes('23514'), 'the failure is reported by code')
 
     const walked: string[] = []
     let after: string | undefined
@@ -488,18 +488,18 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     t.equal(ended.length, 1, 'one call.ended')
     t.equal(await usage(`call_minute:${first.id}`), 1, 'billed once')
 
-    // A refused change (unknown session) takes its event and its usage down with it.
-    const orphan = { ...callRow(3), sessionId: uuidv7() }
+    // A refused change (a status the table's CHECK refuses) takes its event and its usage down with it.
+    const refused = { ...callRow(3), status: 'BOGUS' as CallInsert['status'] }
     const lost = envelope(rec, 'call.incoming', T0 + 3)
-    t.equal(await w.upsertCall(orphan, [lost]), null)
-    const sms = { id: uuidv7(), sessionId: uuidv7(), tenantId: tenant.id, providerMessageId: `SM-fx-${rec.id}`, direction: 'A_TO_B' as const, status: 'QUEUED' as const, sentAt: T0 }
+    t.equal(await w.upsertCall(refused, [lost]), null)
+    const sms = { id: uuidv7(), sessionId: rec.id, tenantId: tenant.id, providerMessageId: `SM-fx-${rec.id}`, direction: 'A_TO_B' as const, status: 'BOGUS' as SmsInsert['status'], sentAt: T0 }
     const received = envelope(rec, 'sms.received', T0 + 4)
     t.equal(await w.upsertSms(sms, { events: [received], usage: [{ tenantId: tenant.id, metric: 'sms_received', quantity: 1, at: T0, dedupeKey: `sms_received:${sms.id}` }] }), null)
     t.equal(await outbox(lost.id) + await outbox(received.id), 0, 'no event without its record')
     t.equal(await usage(`sms_received:${sms.id}`), 0, 'no usage without its record')
 
     // The forward's outcome: sms.sent only while the message was still QUEUED.
-    const queued = { ...sms, sessionId: rec.id, providerMessageId: `SM-fx2-${rec.id}` }
+    const queued = { ...sms, status: 'QUEUED' as const, providerMessageId: `SM-fx2-${rec.id}` }
     t.same(await w.upsertSms(queued), { id: queued.id, status: 'QUEUED' })
     const sent = envelope(rec, 'sms.sent', T0 + 5)
     t.equal(await w.markSmsForwarded(queued.id, 'FW-fx', 'SENT', T0 + 5, { events: [sent] }), true)

@@ -1,0 +1,15 @@
+-- Issue 12: a recorded call without the per-row probe of its session.
+--
+-- Migration 005 dropped the foreign keys of call_records and sms_records and kept their check by
+-- hand: each record insert joined its rows to sessions (one sessions_pkey probe and a heap fetch
+-- per row, for the tenant) and refused an unknown one through refuse_record_without_session.
+-- The rows are only ever written for sessions that exist: sql/record-apply.ts inserts them, for
+-- a session the engine routed to, which was committed before any engine knew it (sql/sessions.ts),
+-- and nothing deletes sessions (the retention purge deletes only the records themselves). The
+-- crash tests check that no record or event outlives its session (test/durability/lib.ts).
+-- The probe was a fifth of Postgres's work per call: bench/pg-call-insert.bench.ts, 100,000
+-- sessions, batches of 150, Postgres backend CPU per call row with its outbox row: 34.3-36.8 µs
+-- with it, 29.9-30.8 µs without (EXPLAIN ANALYZE: 4 µs per row in its index scan).
+-- A bad row still fails alone in the writer's retry (a CHECK, a NOT NULL), and its events and
+-- usage with it.
+DROP FUNCTION refuse_record_without_session(text, uuid);
