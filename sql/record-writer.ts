@@ -1,7 +1,11 @@
 // Call and SMS records are written behind the provider's answer (the provider waits for TeXML, not
 // for our disk): operations are queued, cut into a batch every `flushMs` (10 ms) or `maxBatch`
-// operations, appended to the local journal (sql/journal.ts, on disk per group), and applied by
-// group commit (sql/record-apply.ts), strictly in order, one apply at a time.
+// operations, and applied by group commit (sql/record-apply.ts), strictly in order, one apply at a
+// time. The local journal (sql/journal.ts) holds what Postgres has not taken: a batch still not
+// committed `journalAfterMs` (20 ms) after its cut is appended to it, and so is every pending
+// batch when a caller needs its operations to survive a crash (`sync`: an SMS is acknowledged only
+// then), past the memory bound, and at close. A batch that commits in time never touches the disk
+// (appending every batch cost the voice path an O_DSYNC write per 10 ms: bench/RESULTS.md, #12).
 //
 // Nothing the service answered for is forgotten (issue 18):
 // - A batch Postgres cannot take now (connection lost, server down, deadlock) is retried with
@@ -74,7 +78,14 @@ interface Op {
 interface Batch {
   ops: Op[] | null // null: spilled, read back from the journal
   count: number
+  /** performance.now() of the cut. */
+  cutAt: number
+  /** Its journal line once written (null: not journaled, or the disk refused it). */
   entry: JournalEntry | null
+  /** Settles once its journal append settled; null while it was never asked to be journaled. */
+  journaled: Promise<void> | null
+  /** Committed (or refused for good): nothing left to keep for it. */
+  done: boolean
   applied: Promise<void>
   resolve: () => void
 }
@@ -87,6 +98,8 @@ export interface RecordWriterOptions {
   /** Operations held in memory; past it, batches live only in the journal. */
   maxPending?: number
   journal?: Journal | null
+  /** A batch not committed this long after its cut is appended to the journal (default 2 × flushMs). */
+  journalAfterMs?: number
   /** Backoff of a failed apply: first wait and cap. */
   retryMs?: { first: number; max: number }
   onError?: (code: string) => void
@@ -103,6 +116,7 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
   const maxApply = opts.maxApply ?? 2_000
   const maxPending = opts.maxPending ?? 1_000_000
   const journal = opts.journal ?? null
+  const journalAfterMs = opts.journalAfterMs ?? 2 * flushMs
   const retryMs = opts.retryMs ?? { first: 50, max: 1_000 }
   const onError = opts.onError ?? (() => {})
   const announce = opts.announce ?? (() => {})
@@ -111,8 +125,14 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
 
   let pending: Op[] = []
   let timer: NodeJS.Timeout | null = null
-  /** Cuts in order: each appends its batch to the journal, then to the backlog. */
+  /** Cuts in order: each puts its batch on the backlog (a batch past the memory bound once journaled). */
   let cutting: Promise<void> = Promise.resolve()
+  /** Batches cut and neither committed nor journaled, oldest first (with a journal only). */
+  let exposed: Batch[] = []
+  /** Wakes up when the oldest exposed batch is due for the journal. */
+  let exposedTimer: NodeJS.Timeout | null = null
+  /** The latest append asked of the journal (they settle in order). */
+  let lastJournaled: Promise<void> = Promise.resolve()
   const backlog: Batch[] = []
   let lastBatch: Batch | null = null
   /** Operations of the backlog held in memory (the rest were spilled to the journal). */
@@ -144,29 +164,68 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
     pending = []
     let resolve!: () => void
     const applied = new Promise<void>(r => { resolve = r })
-    const batch: Batch = { ops, count: ops.length, entry: null, applied, resolve }
+    const batch: Batch = { ops, count: ops.length, cutAt: performance.now(), entry: null, journaled: null, done: false, applied, resolve }
     lastBatch = batch
     cutting = cutting.then(async () => {
-      if (journal) {
-        try {
-          batch.entry = await journal.append(opsJson(ops.map(o => o.data)))
-        } catch (err) {
-          onError(errorCode(err))
-        }
-      }
-      if (batch.entry && held + ops.length > maxPending) {
+      if (journal && held + ops.length > maxPending) {
         // The memory bound: the batch lives on in the journal only. Its callers cannot be told
         // an outcome that may come hours later; they get the failure value now.
-        batch.ops = null
-        stats.spilled += ops.length
-        for (const op of ops) op.done(failedResult(op.data))
-      } else {
+        journalExposed(exposed.length)
+        await journalBatch(batch)
+        if (batch.entry) {
+          batch.ops = null
+          stats.spilled += ops.length
+          for (const op of ops) op.done(failedResult(op.data))
+        }
+      }
+      if (batch.ops) {
         held += ops.length
+        if (journal && !batch.journaled) {
+          exposed.push(batch)
+          watchExposed()
+        }
       }
       backlog.push(batch)
       draining ??= drain().finally(() => { draining = null })
     })
     return cutting
+  }
+
+  /** Appends one batch to the journal; the journal's done mark follows its commit, whichever comes first. */
+  function journalBatch(b: Batch): Promise<void> {
+    b.journaled ??= journal!.append(opsJson(b.ops!.map(o => o.data))).then(entry => {
+      b.entry = entry
+      if (entry && b.done) journal!.done(entry)
+    }, (err: unknown) => { onError(errorCode(err)) })
+    lastJournaled = b.journaled
+    return b.journaled
+  }
+
+  /** The first `n` exposed batches to the journal, in order (the journal numbers its lines in that order). */
+  function journalExposed(n: number): void {
+    const due = exposed.slice(0, n)
+    exposed = exposed.slice(n)
+    for (const b of due) if (!b.done) void journalBatch(b)
+  }
+
+  function watchExposed(): void {
+    if (exposedTimer !== null || exposed.length === 0) return
+    exposedTimer = setTimeout(() => {
+      exposedTimer = null
+      const dueBefore = performance.now() - journalAfterMs
+      let n = 0
+      while (n < exposed.length && exposed[n]!.cutAt <= dueBefore) n++
+      journalExposed(n)
+      watchExposed()
+    }, Math.max(0, exposed[0]!.cutAt + journalAfterMs - performance.now()))
+  }
+
+  /** A batch that no longer needs the journal: committed, or refused for good. */
+  function settled(b: Batch): void {
+    b.done = true
+    if (b.entry && journal) journal.done(b.entry)
+    if (exposed[0] === b) exposed.shift()
+    else if (exposed.includes(b)) exposed = exposed.filter(x => x !== b)
   }
 
   async function drain(): Promise<void> {
@@ -182,7 +241,7 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
       for (const b of take) ops.push(...(b.ops ?? await readBack(b)))
       if (!await applyWithRetry(ops)) return // stopped: the batches stay in the journal
       for (const b of take) {
-        if (b.entry && journal) journal.done(b.entry)
+        settled(b)
         stats.pending -= b.count
         if (b.ops) held -= b.count
         else stats.spilled -= b.count
@@ -280,7 +339,13 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
     flush,
     async sync() {
       await cut()
-      if (!journal) await lastBatch?.applied
+      const last = lastBatch
+      if (!last || last.done) return
+      if (!journal) return last.applied
+      // Batches commit in order and journal lines are written in order: the last one committed or
+      // on disk means every earlier one is too.
+      journalExposed(exposed.length)
+      await Promise.race([last.applied, last.journaled ?? last.applied])
     },
     async replay(batches) {
       for (const b of batches) {
@@ -289,7 +354,8 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
         held += ops.length
         let resolve!: () => void
         const applied = new Promise<void>(r => { resolve = r })
-        const batch: Batch = { ops, count: ops.length, entry: null, applied, resolve }
+        // Still in the journal files it came from (deleted once it is applied): never exposed.
+        const batch: Batch = { ops, count: ops.length, cutAt: performance.now(), entry: null, journaled: Promise.resolve(), done: false, applied, resolve }
         backlog.push(batch)
         lastBatch = batch
       }
@@ -300,6 +366,10 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
     async close(graceMs = 10_000) {
       closed = true
       await cut()
+      // What the grace below leaves undone must be on disk for the next boot.
+      if (exposedTimer) clearTimeout(exposedTimer)
+      exposedTimer = null
+      journalExposed(exposed.length)
       const done = lastBatch?.applied ?? Promise.resolve()
       let timer: NodeJS.Timeout | undefined
       const late = new Promise<'late'>(r => { timer = setTimeout(() => r('late'), graceMs) })
@@ -309,6 +379,7 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
         stopping = true
         await draining
       }
+      await lastJournaled // its done mark first, so a drained journal is deleted, not replayed
       await journal?.close()
     },
   }

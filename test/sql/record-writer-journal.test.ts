@@ -1,0 +1,126 @@
+// The write-behind journal holds what Postgres has not taken (sql/record-writer.ts): a batch
+// committed in time never touches the disk; one Postgres has not committed `journalAfterMs` after
+// its cut is on disk without anyone asking (a crash then keeps it), `sync` puts everything pending
+// on disk at once, and a writer closed with batches Postgres cannot take leaves them all to the
+// next boot. Postgres is kept from committing by a lock the test holds on call_records (real
+// Postgres only: the embedded server runs one session at a time).
+import t from 'tap'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { sql } from 'slonik'
+import { openJournal, readLeftovers, type Journal } from '../../sql/journal.js'
+import { createRecordWriter, type CallInsert } from '../../sql/records.js'
+import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { testDatabase, testDatabaseUrl } from '../support/db.js'
+import { addNumbers, addTenant, count, createArgs, hashParty, party, proxy, record, T0 } from './fixtures.js'
+import { createSession } from '../../sql/sessions.js'
+
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
+const JOURNAL_AFTER_MS = 40
+
+t.test('the journal holds what Postgres has not taken', async t => {
+  const db = await testDatabase(t)
+  const dataDir = mkdtempSync(join(tmpdir(), 'maskline-wbj-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  await addNumbers(db.pool)
+  const tenant = await addTenant(db.pool)
+  const rec = record(tenant, { proxy: proxy(81), agent: party(81), customer: party(82) })
+  t.equal(await createSession(db.pool, createArgs(tenant, rec)), 'ok')
+  let n = 0
+  const call = (): CallInsert => {
+    const i = n++
+    return {
+      id: uuidv7(T0 + i), sessionId: rec.id, tenantId: tenant.id, providerCallId: `CA-wbj-${rec.id}-${i}`, status: 'RINGING',
+      direction: 'A_TO_B', initiatedAt: T0 + i, partyBHash: hashParty(tenant.salt, rec.customerPhone), proxy: rec.proxyNumber,
+    }
+  }
+  const stored = () => count(db.pool, 'call_records', sql.fragment`session_id = ${rec.id}`)
+
+  async function writer(name: string) {
+    const dir = join(dataDir, name)
+    const inner = await openJournal({ dir, dbId: 'test' })
+    const appended: string[] = []
+    const journal: Journal = Object.assign(Object.create(inner) as Journal, {
+      append: (opsJson: string) => { appended.push(opsJson); return inner.append(opsJson) },
+      done: inner.done.bind(inner), read: inner.read.bind(inner), close: inner.close.bind(inner),
+    })
+    const w = createRecordWriter(db.pool, { journal, journalAfterMs: JOURNAL_AFTER_MS, retryMs: { first: 10, max: 50 } })
+    return { w, dir, appended }
+  }
+
+  /** Holds call_records exclusively until the returned function is called: no batch can commit. */
+  async function holdCallRecords(): Promise<() => Promise<void>> {
+    let release!: () => void
+    const released = new Promise<void>(r => { release = r })
+    let locked!: () => void
+    const isLocked = new Promise<void>(r => { locked = r })
+    const tx = db.pool.transaction(async q => {
+      await q.query(sql.unsafe`LOCK TABLE call_records IN ACCESS EXCLUSIVE MODE`)
+      locked()
+      await released
+    })
+    await isLocked
+    return async () => { release(); await tx }
+  }
+
+  t.test('a batch committed in time never touches the disk', async t => {
+    const { w, dir, appended } = await writer('in-time')
+    const before = await stored()
+    const ids = await Promise.all(Array.from({ length: 30 }, () => w.upsertCall(call())))
+    t.equal(ids.filter(id => id !== null).length, 30, 'every call is stored')
+    await sleep(JOURNAL_AFTER_MS * 3)
+    t.equal(appended.length, 0, 'nothing was appended to the journal')
+    t.equal(await stored(), before + 30)
+    await w.close()
+    t.same(await readLeftovers(dir, 'test'), { batches: [], files: [] }, 'and nothing is left for a boot')
+  })
+
+  const skip = !testDatabaseUrl() && 'holding a lock against the writer needs a second session (real Postgres)'
+
+  t.test('a batch not committed in time is on disk without being asked', { skip }, async t => {
+    const { w, dir, appended } = await writer('late')
+    const release = await holdCallRecords()
+    const calls = Array.from({ length: 5 }, call)
+    const answers = calls.map(c => w.upsertCall(c))
+    await sleep(JOURNAL_AFTER_MS / 4)
+    t.equal(appended.length, 0, 'not yet: the commit may still come in time')
+    await sleep(JOURNAL_AFTER_MS * 3)
+    // A crash here keeps them: this is what the next boot would replay.
+    const left = await readLeftovers(dir, 'test')
+    t.same(left.batches.flatMap(b => (b.ops as Array<{ row: CallInsert }>).map(o => o.row.providerCallId)), calls.map(c => c.providerCallId), 'the calls are in the journal')
+    await release()
+    t.same(await Promise.all(answers), calls.map(c => c.id), 'and committed once Postgres can take them')
+    await w.close()
+    t.same(await readLeftovers(dir, 'test'), { batches: [], files: [] }, 'then marked done: nothing is replayed')
+  })
+
+  t.test('sync puts everything pending on disk at once', { skip }, async t => {
+    const { w, dir } = await writer('sync')
+    const release = await holdCallRecords()
+    const c = call()
+    const answer = w.upsertCall(c)
+    const started = performance.now()
+    await w.sync()
+    t.ok(performance.now() - started < JOURNAL_AFTER_MS + 500, 'without waiting for the commit')
+    t.equal((await readLeftovers(dir, 'test')).batches.length, 1, 'on disk, uncommitted')
+    await release()
+    t.equal(await answer, c.id)
+    await w.close()
+  })
+
+  t.test('a writer being closed puts what Postgres has not taken on disk first', { skip }, async t => {
+    const { w, dir } = await writer('closed')
+    const release = await holdCallRecords()
+    const calls = Array.from({ length: 3 }, call)
+    const answers = calls.map(c => w.upsertCall(c))
+    await sleep(5) // cut, not yet due for the journal
+    const closed = w.close(50)
+    await sleep(JOURNAL_AFTER_MS / 2) // long before it would be due: close() wrote it
+    const left = await readLeftovers(dir, 'test')
+    t.same(left.batches.flatMap(b => (b.ops as Array<{ row: CallInsert }>).map(o => o.row.providerCallId)), calls.map(c => c.providerCallId), 'on disk for the next boot')
+    await release() // the statement the lock held finishes; close() returns
+    await closed
+    t.same(await Promise.all(answers), calls.map(c => c.id))
+  })
+})
