@@ -1,9 +1,9 @@
-// The write-behind journal (issue 18): every batch of record operations the service has answered
-// for is appended here, on local disk in DATA_DIR, before Postgres is asked to apply it, and marked
-// done once Postgres committed it. A node that dies (SIGKILL, power) or that is stopped while
-// Postgres is away replays at its next boot what Postgres never got; the operations are idempotent
-// (keyed by the provider's ids, guarded by status), so replaying one that did commit changes
-// nothing.
+// The write-behind journal (issue 18): a batch of record operations the service has answered for
+// and Postgres has not committed in time (sql/record-writer.ts says when) is appended here, on
+// local disk in DATA_DIR, and marked done once Postgres committed it. A node that dies (SIGKILL,
+// power) or that is stopped while Postgres is away replays at its next boot what Postgres never
+// got; the operations are idempotent (keyed by the provider's ids, guarded by status), so
+// replaying one that did commit changes nothing.
 //
 // Format: JSON lines in segment files `wal-<pid>-<startMs>-<n>.jsonl`. The first line of a segment
 // names the database it belongs to (`{"db":…}`), then `{"b":seq,"d":done,"ops":[…]}` per batch,
