@@ -128,7 +128,7 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
   /** Cuts in order: each puts its batch on the backlog (a batch past the memory bound once journaled). */
   let cutting: Promise<void> = Promise.resolve()
   /** Batches cut and neither committed nor journaled, oldest first (with a journal only). */
-  let exposed: Batch[] = []
+  const exposed: Batch[] = []
   /** Wakes up when the oldest exposed batch is due for the journal. */
   let exposedTimer: NodeJS.Timeout | null = null
   /** The latest append asked of the journal (they settle in order). */
@@ -203,9 +203,7 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
 
   /** The first `n` exposed batches to the journal, in order (the journal numbers its lines in that order). */
   function journalExposed(n: number): void {
-    const due = exposed.slice(0, n)
-    exposed = exposed.slice(n)
-    for (const b of due) if (!b.done) void journalBatch(b)
+    for (const b of exposed.splice(0, n)) void journalBatch(b)
   }
 
   function watchExposed(): void {
@@ -224,8 +222,9 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
   function settled(b: Batch): void {
     b.done = true
     if (b.entry && journal) journal.done(b.entry)
+    // Batches enter `exposed` and the backlog in cut order and settle in that order: an exposed
+    // batch that settles is the oldest one.
     if (exposed[0] === b) exposed.shift()
-    else if (exposed.includes(b)) exposed = exposed.filter(x => x !== b)
   }
 
   async function drain(): Promise<void> {
