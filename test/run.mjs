@@ -26,6 +26,8 @@ const COVERAGE_FLOOR = {
 let passed = 0
 let failed = 0
 const failures = []
+/** The failing assertions with their diagnostics, repeated at the end (see failedAssertions). */
+const details = []
 
 function run(cmd, args, env = {}) {
   return new Promise(resolve => {
@@ -58,7 +60,10 @@ async function suite(name, env, floor) {
   // tap still prints its coverage errors on a narrowed run (no floors passed): they judge nothing there.
   const below = only.length ? [] : [...out.matchAll(/^# ERROR: incomplete (\w+) coverage \(([\d.]+)%\)/gm)].map(m => `${m[1]} ${m[2]}% < ${floor[m[1]]}%`)
   if (below.length) { failed++; failures.push(`${name}: coverage below its floor (${below.join(', ')})`) }
-  if (fail) failures.push(`${name}: ${fail} failing (${failedTests(out).join(' | ')})`)
+  if (fail) {
+    failures.push(`${name}: ${fail} failing (${failedTests(out).join(' | ')})`)
+    details.push(`# ${name}:`, ...failedAssertions(out))
+  }
   else if (code !== 0 && !below.length) { failed++; failures.push(`${name}: exit ${code}`) }
 }
 
@@ -75,6 +80,29 @@ function failedTests(out) {
   return names
 }
 
+/**
+ * Each failing assertion inside a test (depth 8 and deeper) with the start of its YAML diagnostics
+ * (found / wanted / at), so a CI log of which only the tail is kept still says what failed, not
+ * only which test: the crash test once failed with nothing but its name left in such a tail.
+ */
+function failedAssertions(out, maxAssertions = 8, maxLines = 40) {
+  const lines = out.split('\n')
+  const picked = []
+  let shown = 0
+  for (let i = 0; i < lines.length && shown < maxAssertions; i++) {
+    const m = /^( *)not ok \d+ - /.exec(lines[i])
+    if (!m || m[1].length < 8) continue
+    shown++
+    picked.push(lines[i])
+    // The diagnostics block: `---` … `...`, indented two more than the `not ok` line.
+    if (lines[i + 1]?.trim() !== '---') continue
+    let j = i + 1
+    for (; j < lines.length && lines[j].trim() !== '...' && j - i <= maxLines; j++) picked.push(lines[j])
+    if (j - i > maxLines) picked.push(`${m[1]}  (diagnostics cut at ${maxLines} lines)`)
+  }
+  return picked
+}
+
 if (!only.length) {
   await gate('types (tsc --noEmit)', 'npx', ['tsc', '--noEmit', '-p', '.'])
   await gate('lint (eslint)', 'npx', ['eslint', '.'])
@@ -84,6 +112,7 @@ if (!only.length) {
 await suite('real Postgres + Redis', { TEST_DATABASE_URL: pgUrl, TEST_REDIS_URL: redisUrl, MASKLINE_TEST_BACKEND: 'services' }, COVERAGE_FLOOR.services)
 await suite('embedded PGlite + in-process bus', { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', MASKLINE_TEST_BACKEND: 'embedded' }, COVERAGE_FLOOR.embedded)
 
+if (details.length) console.log(`\n# failing assertions, with the start of their diagnostics\n${details.join('\n')}`)
 if (failures.length) console.log(`\n# failing: ${failures.join('; ')}`)
 console.log(`${passed} passed, ${failed} failed`)
 process.exit(failed ? 1 : 0)
