@@ -4,6 +4,9 @@
 // on disk at once, and a writer closed with batches Postgres cannot take leaves them all to the
 // next boot. Postgres is kept from committing by a lock the test holds on call_records (real
 // Postgres only: the embedded server runs one session at a time).
+// No check here depends on how fast a loaded machine commits or writes a file: a batch that must
+// commit in time gets a second to do it, and what must reach the disk is waited for (up to
+// WAIT_MS) long before any timer other than the one under test could have written it.
 import t from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -18,6 +21,18 @@ import { createSession } from '../../sql/sessions.js'
 
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 const JOURNAL_AFTER_MS = 40
+/** How long a file write may take on a loaded CI machine before a check gives up on it. */
+const WAIT_MS = 5_000
+
+/** The journal's leftovers once `ok` holds for them, or the last ones read after WAIT_MS. */
+async function leftoversWhen(dir: string, ok: (left: Awaited<ReturnType<typeof readLeftovers>>) => boolean) {
+  const until = performance.now() + WAIT_MS
+  for (;;) {
+    const left = await readLeftovers(dir, 'test')
+    if (ok(left) || performance.now() > until) return left
+    await sleep(5)
+  }
+}
 
 t.test('the journal holds what Postgres has not taken', async t => {
   const db = await testDatabase(t)
@@ -37,7 +52,7 @@ t.test('the journal holds what Postgres has not taken', async t => {
   }
   const stored = () => count(db.pool, 'call_records', sql.fragment`session_id = ${rec.id}`)
 
-  async function writer(name: string) {
+  async function writer(name: string, journalAfterMs = JOURNAL_AFTER_MS) {
     const dir = join(dataDir, name)
     const inner = await openJournal({ dir, dbId: 'test' })
     const appended: string[] = []
@@ -45,7 +60,7 @@ t.test('the journal holds what Postgres has not taken', async t => {
       append: (opsJson: string) => { appended.push(opsJson); return inner.append(opsJson) },
       done: inner.done.bind(inner), read: inner.read.bind(inner), close: inner.close.bind(inner),
     })
-    const w = createRecordWriter(db.pool, { journal, journalAfterMs: JOURNAL_AFTER_MS, retryMs: { first: 10, max: 50 } })
+    const w = createRecordWriter(db.pool, { journal, journalAfterMs, retryMs: { first: 10, max: 50 } })
     return { w, dir, appended }
   }
 
@@ -65,11 +80,12 @@ t.test('the journal holds what Postgres has not taken', async t => {
   }
 
   t.test('a batch committed in time never touches the disk', async t => {
-    const { w, dir, appended } = await writer('in-time')
+    // A second to commit 30 rows: in time on any machine, and then past the moment it was due.
+    const { w, dir, appended } = await writer('in-time', 1_000)
     const before = await stored()
     const ids = await Promise.all(Array.from({ length: 30 }, () => w.upsertCall(call())))
     t.equal(ids.filter(id => id !== null).length, 30, 'every call is stored')
-    await sleep(JOURNAL_AFTER_MS * 3)
+    await sleep(1_200)
     t.equal(appended.length, 0, 'nothing was appended to the journal')
     t.equal(await stored(), before + 30)
     await w.close()
@@ -83,11 +99,10 @@ t.test('the journal holds what Postgres has not taken', async t => {
     const release = await holdCallRecords()
     const calls = Array.from({ length: 5 }, call)
     const answers = calls.map(c => w.upsertCall(c))
-    await sleep(JOURNAL_AFTER_MS / 4)
+    await sleep(JOURNAL_AFTER_MS / 4) // timers never fire early: not due yet
     t.equal(appended.length, 0, 'not yet: the commit may still come in time')
-    await sleep(JOURNAL_AFTER_MS * 3)
-    // A crash here keeps them: this is what the next boot would replay.
-    const left = await readLeftovers(dir, 'test')
+    // A crash once they are there keeps them: this is what the next boot would replay.
+    const left = await leftoversWhen(dir, l => l.batches.length > 0)
     t.same(left.batches.flatMap(b => (b.ops as Array<{ row: CallInsert }>).map(o => o.row.providerCallId)), calls.map(c => c.providerCallId), 'the calls are in the journal')
     await release()
     t.same(await Promise.all(answers), calls.map(c => c.id), 'and committed once Postgres can take them')
@@ -100,9 +115,9 @@ t.test('the journal holds what Postgres has not taken', async t => {
     const release = await holdCallRecords()
     const c = call()
     const answer = w.upsertCall(c)
-    const started = performance.now()
-    await w.sync()
-    t.ok(performance.now() - started < JOURNAL_AFTER_MS + 500, 'without waiting for the commit')
+    // The lock holds the commit back until release(): sync returning at all did not wait for it.
+    const synced = await Promise.race([w.sync().then(() => true), sleep(WAIT_MS).then(() => false)])
+    t.ok(synced, 'without waiting for the commit')
     t.equal((await readLeftovers(dir, 'test')).batches.length, 1, 'on disk, uncommitted')
     await release()
     t.equal(await answer, c.id)
@@ -110,14 +125,14 @@ t.test('the journal holds what Postgres has not taken', async t => {
   })
 
   t.test('a writer being closed puts what Postgres has not taken on disk first', { skip }, async t => {
-    const { w, dir } = await writer('closed')
+    // Due for the journal only after a minute: what reaches the disk before that, close() wrote.
+    const { w, dir } = await writer('closed', 60_000)
     const release = await holdCallRecords()
     const calls = Array.from({ length: 3 }, call)
     const answers = calls.map(c => w.upsertCall(c))
-    await sleep(5) // cut, not yet due for the journal
+    await sleep(20) // cut after flushMs (or by close() below), its statement waiting for the lock
     const closed = w.close(50)
-    await sleep(JOURNAL_AFTER_MS / 2) // long before it would be due: close() wrote it
-    const left = await readLeftovers(dir, 'test')
+    const left = await leftoversWhen(dir, l => l.batches.length > 0)
     t.same(left.batches.flatMap(b => (b.ops as Array<{ row: CallInsert }>).map(o => o.row.providerCallId)), calls.map(c => c.providerCallId), 'on disk for the next boot')
     await release() // the statement the lock held finishes; close() returns
     await closed
