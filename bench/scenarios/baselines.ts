@@ -12,7 +12,14 @@ import { preflight } from './preflight.js'
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url))
 
-export interface VoiceFiles { file: string; warmFile: string; distinct: number }
+export interface VoiceFiles {
+  file: string
+  warmFile: string
+  distinct: number
+  /** The unloaded (1 connection) run's calls, each CallSid once: every one writes its record. */
+  unloadedFile: string
+  unloadedDistinct: number
+}
 
 async function withServer(ctx: Ctx, name: string, script: string, extra: string[], fn: (url: string, child: Child) => Promise<void>, graceMs?: number): Promise<void> {
   const port = await freePort()
@@ -96,6 +103,15 @@ export async function baselineRecordCeiling(ctx: Ctx, db: BenchDatabase, voice: 
   let final: CeilingStats & { callRows: number; outboxRows: number } | undefined
   await withServer(ctx, 'record ceiling', '../baselines/record-ceiling.ts', [JSON.stringify({ sessions, proxies, tenants, ...target })], async (url, child) => {
     await preflight(ctx, name, url, voice.warmFile, { status: 200, body: /<Dial/ })
+    // Issue #12's latency bar (voice unloaded p50 ≤ hello's + 20 µs) against what a recorded call
+    // costs one request alone on this machine: the group commit's Postgres work shares the box.
+    await unloaded(ctx, { name, label: 'record ceiling', url, file: voice.unloadedFile, distinct: voice.unloadedDistinct })
+    const p50 = r.get(`${name}.unloaded_p50`)
+    const hello50 = r.get('baseline.hello.unloaded_p50')
+    if (p50 !== undefined && hello50 !== undefined) {
+      r.figure(`${name}.unloaded_p50_over_hello`, p50 - hello50, 'us')
+      if (p50 - hello50 > 20) r.note(`the record ceiling's own unloaded p50 is ${Math.round(p50 - hello50)} µs over uWS hello's: the voice bar of + 20 µs is below what a recorded call costs alone here`)
+    }
     ctx.serverPid = child.pid
     try {
       const before = await ceilingStats(url)

@@ -18,7 +18,7 @@ export const voiceName = (mode: VoiceMode) => (mode === 'none' ? 'voice.none' : 
 /** Callback rates to size the request files for (above what one core answers). */
 const EXPECTED_RPS: Record<VoiceMode, number> = { none: 40_000, 'hmac-sha1': 35_000, 'telnyx-ed25519': 15_000 }
 
-export function voiceFiles(ctx: Ctx, mode: VoiceMode, publicBaseUrl: string, tag: string): VoiceFiles & { unloadedFile: string; unloadedDistinct: number } {
+export function voiceFiles(ctx: Ctx, mode: VoiceMode, publicBaseUrl: string, tag: string): VoiceFiles {
   // Ed25519 signing is the slow part of preparing a run; in smoke mode ids may repeat early.
   const cap = mode === 'telnyx-ed25519' ? (ctx.opts.smoke ? 1_000 : 100_000) : ctx.opts.smoke ? 5_000 : 300_000
   const rps = EXPECTED_RPS[mode]
@@ -63,6 +63,8 @@ export async function voiceScenario(ctx: Ctx, svc: Service, mode: VoiceMode): Pr
   const p50 = r.get(`${name}.unloaded_p50`)
   const hello50 = r.get('baseline.hello.unloaded_p50')
   if (p50 !== undefined && hello50 !== undefined) r.figure(`${name}.unloaded_p50_over_hello`, p50 - hello50, 'us')
+  const ceiling50 = r.get('baseline.record_ceiling.unloaded_p50')
+  if (p50 !== undefined && ceiling50 !== undefined) r.figure(`${name}.unloaded_p50_over_record_ceiling`, p50 - ceiling50, 'us')
 
   if (mode === 'telnyx-ed25519') {
     r.ratio(`${name}.vs_verify_loop`, `${name}.rps`, 'baseline.ed25519_verify.rate')
