@@ -77,6 +77,15 @@ export class Results {
     return a / b
   }
 
+  /** `minuend − subtrahend` as a figure in `unit`, when both were reported. */
+  difference(name: string, minuend: string, subtrahend: string, unit: string): number | undefined {
+    const a = this.get(minuend)
+    const b = this.get(subtrahend)
+    if (a === undefined || b === undefined) return undefined
+    this.figure(name, a - b, unit)
+    return a - b
+  }
+
   latency(row: LatencyRow): void {
     this.latencies.push(row)
     this.#write({ type: 'latency', unit: 'us', ...row })

@@ -106,12 +106,8 @@ export async function baselineRecordCeiling(ctx: Ctx, db: BenchDatabase, voice: 
     // Issue #12's latency bar (voice unloaded p50 ≤ hello's + 20 µs) against what a recorded call
     // costs one request alone on this machine: the group commit's Postgres work shares the box.
     await unloaded(ctx, { name, label: 'record ceiling', url, file: voice.unloadedFile, distinct: voice.unloadedDistinct })
-    const p50 = r.get(`${name}.unloaded_p50`)
-    const hello50 = r.get('baseline.hello.unloaded_p50')
-    if (p50 !== undefined && hello50 !== undefined) {
-      r.figure(`${name}.unloaded_p50_over_hello`, p50 - hello50, 'us')
-      if (p50 - hello50 > 20) r.note(`the record ceiling's own unloaded p50 is ${Math.round(p50 - hello50)} µs over uWS hello's: the voice bar of + 20 µs is below what a recorded call costs alone here`)
-    }
+    const over = r.difference(`${name}.unloaded_p50_over_hello`, `${name}.unloaded_p50`, 'baseline.hello.unloaded_p50', 'us')
+    if (over !== undefined && over > 20) r.note(`the record ceiling's own unloaded p50 is ${Math.round(over)} µs over uWS hello's: the voice bar of + 20 µs is below what a recorded call costs alone here`)
     ctx.serverPid = child.pid
     try {
       const before = await ceilingStats(url)

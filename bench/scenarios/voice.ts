@@ -60,11 +60,8 @@ export async function voiceScenario(ctx: Ctx, svc: Service, mode: VoiceMode): Pr
   r.ratio(`${name}.vs_callback_uws`, `${name}.rps`, 'baseline.callback_uws.rps')
   r.ratio(`${name}.vs_fastify`, `${name}.rps`, 'baseline.fastify.rps')
   r.ratio(`${name}.vs_record_ceiling`, `${name}.rps`, 'baseline.record_ceiling.rps')
-  const p50 = r.get(`${name}.unloaded_p50`)
-  const hello50 = r.get('baseline.hello.unloaded_p50')
-  if (p50 !== undefined && hello50 !== undefined) r.figure(`${name}.unloaded_p50_over_hello`, p50 - hello50, 'us')
-  const ceiling50 = r.get('baseline.record_ceiling.unloaded_p50')
-  if (p50 !== undefined && ceiling50 !== undefined) r.figure(`${name}.unloaded_p50_over_record_ceiling`, p50 - ceiling50, 'us')
+  const over = r.difference(`${name}.unloaded_p50_over_hello`, `${name}.unloaded_p50`, 'baseline.hello.unloaded_p50', 'us')
+  r.difference(`${name}.unloaded_p50_over_record_ceiling`, `${name}.unloaded_p50`, 'baseline.record_ceiling.unloaded_p50', 'us')
 
   if (mode === 'telnyx-ed25519') {
     r.ratio(`${name}.vs_verify_loop`, `${name}.rps`, 'baseline.ed25519_verify.rate')
@@ -79,7 +76,6 @@ export async function voiceScenario(ctx: Ctx, svc: Service, mode: VoiceMode): Pr
   ratioTarget(ctx, s, 'throughput ≥ 70 % of the record ceiling', `${name}.vs_record_ceiling`, 0.7)
   maxTarget(ctx, s, 'service CPU per routed, recorded call ≤ 30 µs', `${name}.cpu_per_req.service`, 30, ' µs')
   maxTarget(ctx, s, 'Postgres CPU per call ≤ 25 µs', `${name}.cpu_per_req.postgres`, 25, ' µs')
-  const over = r.get(`${name}.unloaded_p50_over_hello`)
   r.target(s, 'unloaded p50 ≤ hello p50 + 20 µs', over === undefined ? null : over <= 20,
-    over === undefined ? 'not measured' : `p50 ${p50} µs vs hello ${hello50} µs: +${over} µs${ctx.gen.kind === 'autocannon' ? ' (autocannon: millisecond resolution)' : ''}`)
+    over === undefined ? 'not measured' : `p50 ${r.get(`${name}.unloaded_p50`)} µs vs hello ${r.get('baseline.hello.unloaded_p50')} µs: +${over} µs${ctx.gen.kind === 'autocannon' ? ' (autocannon: millisecond resolution)' : ''}`)
 }

@@ -142,12 +142,15 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
   let inFlightAtKill = 0
   const inFlight = new Set<Op>()
 
-  let freezing = false
+  /** The freeze under way, if any. */
+  let freezing: Promise<void> | null = null
   let freezes = 0
   /** Freeze, let the answers already written arrive, and kill if a request is caught (see FREEZE_SETTLE_MS). */
-  const kill = async (force = false) => {
-    if (killed || freezing) return
-    freezing = true
+  const kill = (force = false): Promise<void> => {
+    if (killed) return Promise.resolve()
+    return freezing ??= freeze(force).finally(() => { freezing = null })
+  }
+  const freeze = async (force: boolean) => {
     freezes++
     first.kill('SIGSTOP')
     const caught = new Set(inFlight)
@@ -160,7 +163,6 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
     } else {
       first.kill('SIGCONT')
     }
-    freezing = false
   }
 
   function expectedRoute(s: Sess, from: string): Route {
@@ -255,7 +257,7 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
   lap('signup+preamble')
   const loadStarted = Date.now()
   await Promise.all(tenants.flatMap(tn => Array.from({ length: WORKERS_PER_TENANT }, () => worker(tn))))
-  while (freezing) await new Promise(r => setTimeout(r, 10))
+  await freezing
   if (!killed) await kill(true) // the budget ran out first (too many rejections): still crash
   const exit = await first.exited
   t.equal(exit.signal, 'SIGKILL', 'the child died of SIGKILL')
