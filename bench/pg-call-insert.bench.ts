@@ -1,8 +1,8 @@
-// Postgres work per recorded call (issue 12): the real statement of sql/record-apply.ts that the
-// record writer sends for a batch of new calls (call rows and their call.incoming outbox rows;
-// before migration 011 also one call_count update per session), timed on a scratch database next
-// to DATABASE_URL, once on the
-// schema before migration 005 and once on the schema after it.
+// Postgres work per recorded call (issue 12): the real statement of sql/record-apply.ts for a
+// batch of new calls (call rows and their call.incoming outbox rows; before migration 011 also one
+// call_count update per session), sent as the record writer sends it (a named statement on the
+// direct pool), timed on a scratch database next to DATABASE_URL, once on the schema before
+// migration 005 and once on the schema after it.
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/pg-call-insert.bench.ts \
 //     [--schema before|after|both] [--rows 20000] [--batch 80] [--prefill 200000] [--sessions 200000] [--webhooks] [--keep]
@@ -26,6 +26,7 @@ import { sql, type DatabasePool } from 'slonik'
 import { newEnvelope } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
 import { migrate, readMigrations, splitSqlStatements } from '../sql/migrate.js'
+import { directPool } from '../sql/direct.js'
 import { applyOps, type CallCache, type OpData } from '../sql/record-apply.js'
 import { tenantIdOf } from './lib/population.js'
 import { applyStep, rawSql, requireDatabaseUrl, scriptArgs, seedTenants, tenantIdSql, withScratchDatabase } from './lib/script.js'
@@ -106,22 +107,32 @@ async function prefill(pool: DatabasePool): Promise<void> {
   await pool.query(sql.unsafe`CHECKPOINT`)
 }
 
-/** Times ROWS rows in batches of BATCH on one connection and prints the figures under `label`. */
+/**
+ * Times ROWS rows in batches of BATCH on one connection and prints the figures under `label`.
+ * The batches go as the record writer sends them (sql/record-writer.ts): through the direct `pg`
+ * pool, as a named statement parsed once per connection. Through slonik's pool the statement was
+ * parsed and planned anew for every batch, ~0.8 ms of backend CPU a batch that the service never
+ * pays (a batch of one row cost 900 µs).
+ */
 async function timeRun(pool: DatabasePool, label: string): Promise<void> {
-  const backend = (await pool.oneFirst(sql.unsafe`SELECT pg_backend_pid()`)) as number
-  for (let w = 0; w < 50; w++) await applyOps(pool, batchOps(BATCH, Date.now()), noCache) // warm: plan cache, buffers
+  const direct = directPool(pool)
+  if (!direct?.named) throw new Error('pg-call-insert needs a real Postgres (named statements on the direct pool)')
+  const q = direct.queries
+  const backend = (await q.oneFirst(sql.unsafe`SELECT pg_backend_pid()`)) as number
+  for (let w = 0; w < 50; w++) await applyOps(q, batchOps(BATCH, Date.now()), noCache) // warm: plan cache, buffers
   const perBatch: number[] = []
   const cpu0 = cpuUs(backend)
   let rows = 0
   while (rows < ROWS) {
     const ops = batchOps(BATCH, Date.now())
     const t0 = process.hrtime.bigint()
-    const out = await applyOps(pool, ops, noCache)
+    const out = await applyOps(q, ops, noCache)
     perBatch.push(Number(process.hrtime.bigint() - t0) / 1e3 / BATCH)
     if (out.results.some((r, i) => r !== (ops[i] as Extract<OpData, { kind: 'call' }>).row.id)) throw new Error('a call was not inserted')
     rows += BATCH
   }
   const cpu1 = cpuUs(backend)
+  if ((await q.oneFirst(sql.unsafe`SELECT pg_backend_pid()`)) !== backend) throw new Error('the direct pool changed connections: the CPU figure would be of the wrong backend')
   perBatch.sort((a, b) => a - b)
   const median = perBatch[Math.floor(perBatch.length / 2)]!
   const count = async (table: string) => (await pool.oneFirst(sql.unsafe`SELECT count(*) FROM ${sql.identifier([table])}`)) as number
