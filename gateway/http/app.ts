@@ -277,7 +277,7 @@ function tenantLimit(env: Env, auth: AuthContext): RateDecision | null | Promise
 
 // A tenant's limiter key, made once: a key built per request was a new string for the limiter's
 // Map to flatten and hash every time (~0.3 µs of a session read). One entry per tenant that
-// authenticated here (the ids come from verified tokens), as the limiter itself holds.
+// authenticated here: the ids come from verified tokens, so the map is bounded by the tenants.
 const limiterKeys = new Map<string, string>()
 function limiterKey(tenantId: string): string {
   let k = limiterKeys.get(tenantId)
