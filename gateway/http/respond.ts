@@ -28,11 +28,42 @@ export interface Outgoing {
   instance?: string
 }
 
+/** A header value that could end its line (CR, LF) or end the header block (NUL): never written. */
+const UNSAFE_VALUE = /[\r\n\0]/
+
+/**
+ * Every header of a response in one native call: `writeHeader(name, value)` writes
+ * `name: value\r\n`, so the first header's value carries the rest of the block. Each call into
+ * uWS costs as much as a header's whole text (a session read wrote six: bench/RESULTS.md,
+ * twenty-sixth session). Values are ours (numbers, ids, constants), and any that could break the
+ * block is dropped here rather than sent: uWS itself writes a value as given.
+ */
+function headerBlock(out: Outgoing): [string, string] | null {
+  let name: string | null = null
+  let block = ''
+  if (out.contentType && out.body !== null) {
+    name = 'content-type'
+    block = out.contentType
+  }
+  for (const h of out.headers) {
+    if (!h) continue
+    for (const k in h) {
+      const v = h[k]!
+      if (UNSAFE_VALUE.test(v) || UNSAFE_VALUE.test(k)) continue
+      if (name === null) {
+        name = k
+        block = v
+      } else block += `\r\n${k}: ${v}`
+    }
+  }
+  return name === null ? null : [name, block]
+}
+
 export function send(res: HttpResponse, out: Outgoing): void {
+  const headers = headerBlock(out)
   res.cork(() => {
     res.writeStatus(statusLine(out.status))
-    if (out.contentType && out.body !== null) res.writeHeader('content-type', out.contentType)
-    for (const h of out.headers) if (h) for (const k in h) res.writeHeader(k, h[k]!)
+    if (headers) res.writeHeader(headers[0], headers[1])
     // No body and no Content-Length (RFC 9110 8.6). endWithoutBody(undefined) wrote a bogus
     // length (2^63) and left the connection unusable for the next request (issue 19).
     if (out.status === 204 || out.status === 304) {

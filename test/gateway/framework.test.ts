@@ -87,6 +87,14 @@ const testRoutes = [
     },
   }),
   route({
+    // Headers go out in one native call (gateway/http/respond.ts): each must still be its own line.
+    method: 'GET', path: '/t/headers', auth: 'none', response: { 200: Type.Object({ ok: Type.Boolean() }) }, problems: [],
+    handler: () => ({
+      status: 200, body: { ok: true },
+      headers: { 'x-one': '1', 'x-two': 'two words; q=2', 'x-split': 'a\r\nx-injected: yes', 'x-nul': 'a\0b', 'x-three': '3' },
+    }),
+  }),
+  route({
     method: 'POST', path: '/t/raw', auth: 'none', rawBody: true, contentType: 'application/xml',
     response: { 200: Type.String() }, problems: [],
     handler(req) {
@@ -276,6 +284,24 @@ t.test('ApiProblem from a handler: its slug, detail and headers', async t => {
   t.equal(r.status, 409)
   t.equal(r.headers.get('x-extra'), '1')
   t.same(r.body, { ...problem('target-conflict', 409), title: problems['target-conflict'].title, detail: 'The new target is in another live session on this proxy', instance: r.body.instance })
+})
+
+t.test('every header is its own line; a value that could end its line is never written', async t => {
+  const api = await start(t)
+  const r = await api.get('/t/headers')
+  t.equal(r.status, 200)
+  t.same(r.body, { ok: true })
+  t.equal(r.headers.get('content-type'), 'application/json')
+  t.equal(r.headers.get('x-one'), '1')
+  t.equal(r.headers.get('x-two'), 'two words; q=2')
+  t.equal(r.headers.get('x-three'), '3')
+  t.equal(r.headers.get('x-split'), null)
+  t.equal(r.headers.get('x-injected'), null)
+  t.equal(r.headers.get('x-nul'), null)
+  // A rate-limited route's headers and an ApiProblem's ride in the same block.
+  const p = await api.get('/t/problem')
+  t.equal(p.headers.get('content-type'), 'application/problem+json')
+  t.equal(p.headers.get('x-extra'), '1')
 })
 
 t.test('raw-body routes get the bytes and answer in their content type', async t => {
