@@ -15,7 +15,7 @@ import type { Engine, RouteDecision } from '../engine/index.js'
 import type { CallDirection, SmsStatus } from '../engine/types.js'
 import type { ApiReply, ApiRequest } from '../api/route.js'
 import type { CallbackHandlers } from '../api/routes/cpaas.js'
-import { callEnvelope, newEnvelope as event } from '../api/vocabulary/event-envelope.js'
+import { newEnvelope as event } from '../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../api/vocabulary/ids.js'
 import { Recent } from '../engine/recent.js'
 import type { FormFields } from '../api/cpaas/form.js'
@@ -24,7 +24,7 @@ import { parseDurationSeconds } from '../engine/call-status.js'
 import { parseSmsCallback } from '../api/cpaas/sms-payload.js'
 import { toProviderError, type SmsProvider } from './cpaas/provider.js'
 import { orAfter } from './deadline.js'
-import type { CallCallback, CallInsert, RecordWriter } from '../sql/records.js'
+import { CALL_START, type CallCallback, type CallInsert, type RecordWriter } from '../sql/records.js'
 import type { CallCounter } from './call-counter.js'
 import type { TenantDirectory } from './tenant-directory.js'
 import type { SmsCompliance, SmsOutcome } from './sms-compliance.js'
@@ -109,19 +109,14 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
     }
   }
 
+  /** The fetch's record; its call.incoming (and call.failed) are made from it when it is applied. */
   function recordCallStart(dec: Matched, caller: string, proxy: string, callId: string, callSid: string, now: number) {
     const row = callRow(dec, caller, dec.direction, proxy, callId, callSid, now)
-    const data = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, callId, direction: dec.direction, status: 'RINGING', durationSeconds: 0 }
     const settled = () => d.callCounter.settled(callId)
-    if (dec.kind === 'connect') {
-      d.records.upsertCall(row, [callEnvelope('call.incoming', now, data)]).then(settled, settled)
-      return
-    }
     // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED; so is
     // one on a session that carries SMS only (issue #16).
-    d.records.upsertCall({ ...row, status: 'FAILED', endedAt: now }, [
-      callEnvelope('call.incoming', now, data), callEnvelope('call.failed', now, { ...data, status: 'FAILED' }),
-    ]).then(settled, settled)
+    const recorded = dec.kind === 'connect' ? row : { ...row, status: 'FAILED' as const, endedAt: now }
+    d.records.upsertCall(recorded, CALL_START).then(settled, settled)
   }
 
   function voice(req: ApiRequest): ApiReply {

@@ -88,8 +88,16 @@ export interface SmsClaim {
   status: SmsStatus
 }
 
+/**
+ * A new call's events made from its row when its batch is applied (callStartEvents), instead of
+ * envelopes made at the fetch: a journal line then carries the row alone (the envelope was most of
+ * its text), and nothing is lost by making them late, since an event is seen only once its row
+ * has committed and a row already there writes none.
+ */
+export const CALL_START = 'start'
+
 export type OpData =
-  | { kind: 'call'; row: CallInsert; events?: EventEnvelope[] | undefined }
+  | { kind: 'call'; row: CallInsert; events?: EventEnvelope[] | typeof CALL_START | undefined }
   | { kind: 'call-event'; cb: CallCallback }
   | { kind: 'sms'; row: SmsInsert; effects?: Effects | undefined }
   | { kind: 'sms-forward'; id: string; forwardId: string | null; status: SmsStatus; at: number; effects?: Effects | undefined }
@@ -119,11 +127,22 @@ export function opsJson(ops: readonly OpData[]): string {
   for (let i = 0; i < ops.length; i++) {
     const op = ops[i]!
     if (i > 0) out += ','
-    out += op.kind === 'call' && op.events !== undefined
+    out += op.kind === 'call' && Array.isArray(op.events)
       ? `{"kind":"call","row":${JSON.stringify(op.row)},"events":[${op.events.map(envelopeJson).join(',')}]}`
       : JSON.stringify(op)
   }
   return out + ']'
+}
+
+/**
+ * A voice fetch's events (DECISIONS 5), from the record it wrote: `call.incoming`, and for a call
+ * refused by its session's direction mode or channels (recorded FAILED) `call.failed` as well.
+ */
+export function callStartEvents(row: CallInsert): EventEnvelope[] {
+  const data = { sessionId: row.sessionId, tenantId: row.tenantId, proxyNumber: row.proxy ?? '', callId: row.id, direction: row.direction, status: 'RINGING', durationSeconds: 0 }
+  const incoming = callEnvelope('call.incoming', row.initiatedAt, data)
+  if (row.status !== 'FAILED') return [incoming]
+  return [incoming, callEnvelope('call.failed', row.endedAt ?? row.initiatedAt, { ...data, status: 'FAILED' })]
 }
 
 /** What applying a batch did: a result per operation (by index) and the events it wrote. */
@@ -158,7 +177,6 @@ export const failedResult = (op: OpData): Result => (op.kind === 'call' || op.ki
 
 /** Took effect: a new row (its own id came back), or an update that matched. */
 function tookEffect(op: OpData, r: Result | undefined): boolean {
-  if (op.kind === 'call') return r === op.row.id
   if (op.kind === 'sms') return r !== null && typeof r === 'object' && r.id === op.row.id
   return r === true
 }
@@ -174,6 +192,8 @@ export async function applyOps(tx: Queries, ops: readonly OpData[], cache: CallC
   const indexed = <K extends OpData['kind']>(kind: K) =>
     ops.flatMap((o, i) => (o.kind === kind ? [{ op: o as Extract<OpData, { kind: K }>, i }] : []))
   const calls: CallState[] = []
+  /** The new calls' events, which ride in their insert statement. */
+  const inserted: EventEnvelope[] = []
   /** Events written by the statement of their change; then those written at the end. */
   const rode: EventEnvelope[] = []
   const written: EventEnvelope[] = []
@@ -181,12 +201,15 @@ export async function applyOps(tx: Queries, ops: readonly OpData[], cache: CallC
 
   const newCalls = indexed('call')
   if (newCalls.length > 0) {
-    const ids = await insertCalls(tx, newCalls.map(c => ({ row: c.op.row, events: c.op.events ?? [] })))
-    for (const c of newCalls) {
+    const rows = newCalls.map(({ op }) => ({ row: op.row, events: op.events === CALL_START ? callStartEvents(op.row) : op.events ?? [] }))
+    const ids = await insertCalls(tx, rows)
+    newCalls.forEach((c, k) => {
       const id = ids.get(c.op.row.providerCallId) ?? null
       results[c.i] = id
-      if (id === c.op.row.id) calls.push(stateOf(c.op.row))
-    }
+      if (id !== c.op.row.id) return
+      calls.push(stateOf(c.op.row))
+      inserted.push(...rows[k]!.events)
+    })
   }
 
   const callEvents = indexed('call-event')
@@ -249,13 +272,7 @@ export async function applyOps(tx: Queries, ops: readonly OpData[], cache: CallC
     results[i] = hit !== null
   }
 
-  const inserted: EventEnvelope[] = []
   ops.forEach((op, i) => {
-    if (op.kind === 'call') {
-      // Its events rode in the insert statement.
-      if (tookEffect(op, results[i])) inserted.push(...(op.events ?? []))
-      return
-    }
     if ((op.kind !== 'sms' && op.kind !== 'sms-forward') || !op.effects || !tookEffect(op, results[i])) return
     written.push(...(op.effects.events ?? []))
     usage.push(...(op.effects.usage ?? []))
@@ -448,13 +465,7 @@ async function readCalls(tx: Queries, keys: readonly CallKey[]): Promise<CallSta
 /** Records lost in a crash window, created as the voice fetch would have, with their
  * call.incoming; returns the events of the rows it created. */
 async function rebuildCalls(tx: Queries, rows: readonly CallInsert[], into: Map<string, CallState>): Promise<EventEnvelope[]> {
-  const unique = [...new Map(rows.map(r => [r.providerCallId, r])).values()].map(row => ({
-    row,
-    events: [callEnvelope('call.incoming', row.initiatedAt, {
-      sessionId: row.sessionId, tenantId: row.tenantId, proxyNumber: row.proxy ?? '', callId: row.id, direction: row.direction,
-      status: 'RINGING', durationSeconds: 0,
-    })],
-  }))
+  const unique = [...new Map(rows.map(r => [r.providerCallId, r])).values()].map(row => ({ row, events: callStartEvents(row) }))
   const ids = await insertCalls(tx, unique)
   const inserted = unique.filter(c => ids.get(c.row.providerCallId) === c.row.id)
   for (const c of inserted) into.set(c.row.id, stateOf(c.row))

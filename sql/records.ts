@@ -7,7 +7,7 @@ import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
 import { guard } from './errors.js'
 import { iso, isoOrNull, ts, type Db } from './transaction.js'
 
-export { createRecordWriter, type CallCallback, type CallInsert, type CallKey, type Effects, type RecordWriter, type SmsClaim, type SmsInsert } from './record-writer.js'
+export { CALL_START, createRecordWriter, type CallCallback, type CallInsert, type CallKey, type Effects, type RecordWriter, type SmsClaim, type SmsInsert } from './record-writer.js'
 
 export interface CallView {
   id: string

@@ -24,6 +24,7 @@ t.test('the JSON of the operations, key for key, events written once', async t =
     { kind: 'sms-status', forwardId: 'fw-1', status: 'DELIVERED', deliveredAt: null },
     { kind: 'sms-forward', id: 'sm-1', forwardId: null, status: 'FAILED', at, effects: { events: [newEnvelope('sms.sent', at, { tenantId: 't', sessionId: 's', smsId: 'sm-1', status: 'FAILED' })] } },
     call(3, true),
+    { kind: 'call', row: (call(4, false) as Extract<OpData, { kind: 'call' }>).row, events: 'start' }, // CALL_START: the line holds the row alone
   ]
   t.equal(opsJson(ops), JSON.stringify(ops))
   t.equal(opsJson(ops), JSON.stringify(ops), 'again, the events from the cache')

@@ -10,7 +10,7 @@ import {
 } from '../../sql/sessions.js'
 import { listBillingEvents, listPeriods, listPricing, recordUsage, usageTotals } from '../../sql/billing.js'
 import { purgeOldRecords } from '../../sql/retention.js'
-import { createRecordWriter, getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms, type CallInsert, type SmsInsert } from '../../sql/records.js'
+import { CALL_START, createRecordWriter, getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms, type CallInsert, type SmsInsert } from '../../sql/records.js'
 import { uuidv7 } from '../../api/vocabulary/ids.js'
 import { readMigrations } from '../../sql/migrate.js'
 import type { SessionRecord } from '../../engine/types.js'
@@ -509,6 +509,42 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     t.equal(await outbox(twice.id), 0)
 
     t.same(announced, [incoming.id, ended[0], sent.id], 'announced after commit: exactly the events written, in order')
+  })
+
+  t.test('RecordWriter: a voice fetch\'s events are made from its record when it commits (CALL_START)', async t => {
+    const tenant = await addTenant(db.pool)
+    const rec = record(tenant, { proxy: proxy(64), agent: party(64), customer: party(65) })
+    t.equal(await createSession(db.pool, createArgs(tenant, rec)), 'ok')
+    const announced: Array<{ type: string; createdAt: string; data: unknown }> = []
+    const w = createRecordWriter(db.pool, { announce: envs => announced.push(...envs) })
+    t.teardown(() => w.close())
+    const row = (i: number, direction: CallInsert['direction'] = 'A_TO_B'): CallInsert => ({
+      id: uuidv7(T0 + i), sessionId: rec.id, tenantId: tenant.id, providerCallId: `CA-start-${rec.id}-${i}`, status: 'RINGING',
+      direction, initiatedAt: T0 + i, partyBHash: 'h', proxy: rec.proxyNumber,
+    })
+    const stored = async (callId: string) => (await db.pool.any(sql.unsafe`
+      SELECT type, envelope FROM outbox WHERE envelope->'data'->>'callId' = ${callId} ORDER BY id`) as readonly { type: string; envelope: { createdAt: string; data: unknown } }[])
+      .map(r => ({ type: r.type, createdAt: r.envelope.createdAt, data: r.envelope.data }))
+    const data = (c: CallInsert, status: string) => ({
+      sessionId: rec.id, tenantId: tenant.id, proxyNumber: rec.proxyNumber, callId: c.id, direction: c.direction, status, durationSeconds: 0,
+    })
+
+    const routed = row(1)
+    t.equal(await w.upsertCall(routed, CALL_START), routed.id)
+    const incoming = { type: 'call.incoming', createdAt: new Date(routed.initiatedAt).toISOString(), data: data(routed, 'RINGING') }
+    t.same(await stored(routed.id), [incoming], 'a routed call: its call.incoming, as the fetch saw it')
+
+    const refused = { ...row(2, 'B_TO_A'), status: 'FAILED' as const, endedAt: T0 + 2 }
+    t.equal(await w.upsertCall(refused, CALL_START), refused.id)
+    const at = new Date(refused.initiatedAt).toISOString()
+    t.same(await stored(refused.id), [
+      { type: 'call.incoming', createdAt: at, data: data(refused, 'RINGING') },
+      { type: 'call.failed', createdAt: at, data: data(refused, 'FAILED') },
+    ], 'a refused call: call.incoming and call.failed')
+
+    t.equal(await w.upsertCall({ ...routed, id: uuidv7() }, CALL_START), routed.id, 'a replayed CallSid keeps the first record')
+    t.same(await stored(routed.id), [incoming], 'and makes no second event')
+    t.same(announced.map(e => e.type), ['call.incoming', 'call.incoming', 'call.failed'], 'announced after commit: what was written')
   })
 
   t.test('retention keeps at least 30 days of call and SMS records', async t => {
