@@ -106,9 +106,10 @@ export type OpData =
 export type Result = string | boolean | SmsClaim | null
 
 /**
- * Each event's JSON text, made once: a batch of calls carries its events twice, in its journal
+ * Each event's JSON text, made once: a call given its events carries them twice, in its journal
  * line (opsJson) and in the statement that writes them (insertCalls), and the envelope is most of
- * a call's text (bench/RESULTS.md, issue #12, fourteenth session).
+ * a call's text (bench/RESULTS.md, issue #12, fourteenth session). A voice fetch's own are made
+ * at apply instead (CALL_START) and never journaled.
  */
 const envelopeTexts = new WeakMap<EventEnvelope, string>()
 
