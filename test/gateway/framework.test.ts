@@ -298,7 +298,7 @@ t.test('every header is its own line; a value that could end its line is never w
   t.equal(r.headers.get('x-split'), null)
   t.equal(r.headers.get('x-injected'), null)
   t.equal(r.headers.get('x-nul'), null)
-  // A rate-limited route's headers and an ApiProblem's ride in the same block.
+  // An ApiProblem's headers ride in the same block as its content type.
   const p = await api.get('/t/problem')
   t.equal(p.headers.get('content-type'), 'application/problem+json')
   t.equal(p.headers.get('x-extra'), '1')
