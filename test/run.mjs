@@ -23,6 +23,14 @@ const COVERAGE_FLOOR = {
   embedded: { statements: 94, branches: 89, functions: 92, lines: 94 },
 }
 
+/**
+ * A percentage is only as good as what it counts: when the TypeScript loader's source maps lose the
+ * source text, c8 counts one statement per file and reports 100 % (test/tap/typescript.mjs says
+ * why tsx was not used). Each suite's report counted 17,479 statements at b5ad886; fewer than this
+ * means the report, not the code, changed.
+ */
+const MIN_STATEMENTS_COUNTED = 15_000
+
 let passed = 0
 let failed = 0
 const failures = []
@@ -59,6 +67,8 @@ async function suite(name, env, floor) {
   failed += fail
   // tap still prints its coverage errors on a narrowed run (no floors passed): they judge nothing there.
   const below = only.length ? [] : [...out.matchAll(/^# ERROR: incomplete (\w+) coverage \(([\d.]+)%\)/gm)].map(m => `${m[1]} ${m[2]}% < ${floor[m[1]]}%`)
+  const counted = Number(/^Statements\s*: [\d.]+% \( \d+\/(\d+) \)/m.exec(out)?.[1] ?? 0)
+  if (!only.length && counted < MIN_STATEMENTS_COUNTED) below.push(`${counted} statements counted < ${MIN_STATEMENTS_COUNTED}`)
   if (below.length) { failed++; failures.push(`${name}: coverage below its floor (${below.join(', ')})`) }
   if (fail) {
     failures.push(`${name}: ${fail} failing (${failedTests(out).join(' | ')})`)
