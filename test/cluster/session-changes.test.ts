@@ -35,7 +35,17 @@ t.test('the watermark sees every version change and nothing else', async t => {
   const r1 = await sessionChangesSince(db.pool, w0)
   t.same(ids(r1), [a.id], 'a create is a change')
   t.match(r1.changes[0], { id: a.id, version: 1, state: 'ACTIVE' })
-  t.ok(BigInt(r1.next) > BigInt(await xidOf(a.id)), 'the next watermark is past the committed create')
+  // Progress: once no older transaction is open anywhere on the server, the watermark passes the
+  // create. Another test file's transaction may be open right now (CI runs three at once), so
+  // read again until it has finished; a watermark that never advanced would fail here.
+  const createdXid = BigInt(await xidOf(a.id))
+  let next = BigInt(r1.next)
+  for (const until = Date.now() + 30_000; next <= createdXid && Date.now() < until;) {
+    await new Promise(r => setTimeout(r, 50))
+    next = BigInt((await sessionChangesSince(db.pool, w0)).next)
+  }
+  t.ok(next > createdXid, 'the next watermark passes the committed create')
+  t.same(ids(await sessionChangesSince(db.pool, String(next))), [], 'a read from past the create does not see it again')
 
   // The retention purge's count of purged calls (sql/retention.ts, migration 011) does not move
   // the marker: it changes no version.
