@@ -13,7 +13,8 @@
 // so the restart cannot break the other test files tap runs in parallel against the shared
 // server. MASKLINE_PG_RESTART=main restarts the server of TEST_DATABASE_URL itself instead
 // (`pg_ctlcluster --skip-systemctl-redirect <ver> <cluster> restart`); teardown then makes sure it
-// is up again, whatever happened.
+// is up again, whatever happened. Run that mode on its own (`npx tap test/durability/pg-restart.test.ts`):
+// in the whole suite this file runs beside other files that use the shared server.
 import t from 'tap'
 import { sql } from 'slonik'
 import { childData, request, signupChild, startChild, testDatabaseUrl, type ChildAccount } from '../support/child-service.js'
