@@ -15,6 +15,7 @@ import { Engine } from '../../engine/index.js'
 import type { SessionRecord, TenantRouting } from '../../engine/types.js'
 import { createReconciler } from '../../gateway/reconcile.js'
 import { testDatabase } from '../support/db.js'
+import { eventually } from '../durability/lib.js'
 import { addNumbers, addTenant, cipher, createArgs, envelope, hashParty, MINUTE, party, proxy, record, T0 } from '../sql/fixtures.js'
 
 const ids = (r: { changes: Array<{ id: string }> }) => r.changes.map(c => c.id).sort()
@@ -39,13 +40,9 @@ t.test('the watermark sees every version change and nothing else', async t => {
   // create. Another test file's transaction may be open right now (CI runs three at once), so
   // read again until it has finished; a watermark that never advanced would fail here.
   const createdXid = BigInt(await xidOf(a.id))
-  let next = BigInt(r1.next)
-  for (const until = Date.now() + 30_000; next <= createdXid && Date.now() < until;) {
-    await new Promise(r => setTimeout(r, 50))
-    next = BigInt((await sessionChangesSince(db.pool, w0)).next)
-  }
-  t.ok(next > createdXid, 'the next watermark passes the committed create')
-  t.same(ids(await sessionChangesSince(db.pool, String(next))), [], 'a read from past the create does not see it again')
+  const next = await eventually(async () => BigInt((await sessionChangesSince(db.pool, w0)).next), n => n > createdXid, { intervalMs: 50 })
+  t.ok(next.ok, 'the next watermark passes the committed create')
+  t.same(ids(await sessionChangesSince(db.pool, String(next.value))), [], 'a read from past the create does not see it again')
 
   // The retention purge's count of purged calls (sql/retention.ts, migration 011) does not move
   // the marker: it changes no version.
