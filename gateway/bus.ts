@@ -7,7 +7,7 @@
 // connections reconnect by themselves, and errors are reported at most once a second per kind.
 // Messages of the outage are lost on the bus (Postgres keeps them): the bus reports every place
 // where it may have missed some (onGap) and the node reconciles with Postgres (gateway/reconcile.ts).
-import { Redis } from 'ioredis'
+import type { Redis as RedisClient } from 'ioredis'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 
 export type BusMessage =
@@ -83,7 +83,7 @@ export function compareStreamIds(a: string, b: string): number {
   return am !== bm ? am - bm : as - bs
 }
 
-export function createRedisBus(opts: { url: string; nodeId: string; onError: (code: string) => void; stream: string; maxLen?: number }): Bus {
+export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; nodeId: string; onError: (code: string) => void; stream: string; maxLen?: number }): Bus {
   const stream = opts.stream
   const maxLen = String(opts.maxLen ?? MAXLEN)
   const retryStrategy = (n: number) => Math.min(n * 100, RECONNECT_MAX_MS)
@@ -227,8 +227,9 @@ export function createRedisBus(opts: { url: string; nodeId: string; onError: (co
   }
 }
 
-export function createBus(opts: { redisUrl: string | undefined; nodeId: string; stream: string; onError: (code: string) => void; maxLen?: number }): Bus {
+/** ioredis is loaded only with a REDIS_URL: importing it costs ~0.3 s of a boot (bench/RESULTS.md, thirty-first session). */
+export async function createBus(opts: { redisUrl: string | undefined; nodeId: string; stream: string; onError: (code: string) => void; maxLen?: number }): Promise<Bus> {
   return opts.redisUrl
-    ? createRedisBus({ url: opts.redisUrl, nodeId: opts.nodeId, stream: opts.stream, onError: opts.onError, ...(opts.maxLen ? { maxLen: opts.maxLen } : {}) })
+    ? createRedisBus((await import('ioredis')).Redis, { url: opts.redisUrl, nodeId: opts.nodeId, stream: opts.stream, onError: opts.onError, ...(opts.maxLen ? { maxLen: opts.maxLen } : {}) })
     : createInProcessBus()
 }

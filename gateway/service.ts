@@ -4,7 +4,7 @@
 import { unlink } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { sql } from 'slonik'
 import type { Logger } from 'pino'
 import { Engine, Mailboxes, type TenantRouting } from '../engine/index.js'
@@ -61,7 +61,6 @@ import { ApiProblem } from '../api/route.js'
 import { createSignatureVerifier } from './cpaas/signature.js'
 import { FailoverProvider } from './cpaas/failover.js'
 import { SandboxProvider } from './cpaas/sandbox-provider.js'
-import { TelnyxProvider } from './cpaas/telnyx-provider.js'
 import { createDispatcher } from './webhooks/dispatcher.js'
 import { registerStream, type Stream } from './stream/stream.js'
 import { streamTokenVerifier } from './stream/auth.js'
@@ -189,7 +188,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
     }, 'boot')
 
-    const bus: Bus = createBus({ redisUrl: cfg.redisUrl, nodeId, stream: cfg.busStream ?? busStreamName(dbId), onError: onError('bus'), maxLen: cfg.busMaxLen })
+    const bus: Bus = await createBus({ redisUrl: cfg.redisUrl, nodeId, stream: cfg.busStream ?? busStreamName(dbId), onError: onError('bus'), maxLen: cfg.busMaxLen })
     closers.push(() => bus.close())
     // Issue #16: every opted-out party (by hash) in memory before anything is served.
     const optOuts = await loadOptOutSet(db.pool, msgs => bus.publish(msgs))
@@ -205,7 +204,8 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       // costs a request milliseconds, never a wait for the reconnect (a request waits at most
       // LIMITER_TIMEOUT_MS, see api/rate-limit/limiter.ts; commandTimeout only bounds what a dead
       // connection holds); reconnects at most 1 s apart (issue 18).
-      const r = redis = new Redis(cfg.redisUrl, { enableOfflineQueue: false, commandTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: n => Math.min(n * 100, 1_000) })
+      const { Redis: RedisClient } = await import('ioredis') // only with a REDIS_URL (gateway/bus.ts)
+      const r = redis = new RedisClient(cfg.redisUrl, { enableOfflineQueue: false, commandTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: n => Math.min(n * 100, 1_000) })
       r.on('error', () => log.warn({ component: 'redis', code: 'redis-error' }, 'recoverable error'))
       closers.push(() => (r.status === 'ready' ? r.quit().then(() => {}, () => r.disconnect()) : r.disconnect()))
       // Boot gives the first connection a moment (the first requests then get real decisions); it
@@ -309,11 +309,14 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const poolAlerts = await startPoolAlerter({ db: db.pool, engine, log, now, announce: envs => fanOut(envs) })
     closers.unshift(() => poolAlerts.close())
 
+    // The telnyx SDK is loaded only when it is the provider: importing it costs ~0.5 s of every
+    // boot (bench/RESULTS.md, thirty-first session).
+    const { TelnyxProvider } = cfg.provider === 'telnyx' ? await import('./cpaas/telnyx-provider.js') : { TelnyxProvider: null }
     const provider = new FailoverProvider(
-      cfg.provider === 'telnyx'
+      TelnyxProvider
         ? new TelnyxProvider({ name: 'telnyx', apiKey: cfg.telnyx.apiKey!, ...(cfg.telnyx.baseUrl ? { baseURL: cfg.telnyx.baseUrl } : {}), ...(cfg.telnyx.messagingProfileId ? { messagingProfileId: cfg.telnyx.messagingProfileId } : {}) })
         : new SandboxProvider('sandbox', log),
-      cfg.provider === 'telnyx' && cfg.telnyx.backupApiKey
+      TelnyxProvider && cfg.telnyx.backupApiKey
         ? new TelnyxProvider({ name: 'telnyx-backup', apiKey: cfg.telnyx.backupApiKey, ...(cfg.telnyx.backupBaseUrl ? { baseURL: cfg.telnyx.backupBaseUrl } : {}), ...(cfg.telnyx.messagingProfileId ? { messagingProfileId: cfg.telnyx.messagingProfileId } : {}) })
         : undefined,
       { now },
