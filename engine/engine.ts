@@ -43,6 +43,7 @@ export class Engine {
   readonly #idle = new IdleQueue()
   readonly #tombstones: Tombstones
   #clock = -Infinity // the latest `now` given to tick(); stamps tombstones
+  #applied: LiveSession | undefined = undefined // what the last #apply left holding its id: load() looks once (#13)
 
   constructor(opts: EngineOptions) {
     this.#pool = new NumberPool(opts.cooldownMs)
@@ -71,9 +72,7 @@ export class Engine {
   planCreate(input: CreateInput, now: number, exclude?: ReadonlySet<string>): Plan {
     const tenant = this.#tenant(input.tenantId)
     // spec 8.2: PENDING, ACTIVE and GRACE_PERIOD sessions count.
-    if (tenant.live >= this.#limits[tenant.routing.tier].concurrentSessions) {
-      return { ok: false, rejection: 'tier-session-limit' }
-    }
+    if (tenant.live >= this.#limits[tenant.routing.tier].concurrentSessions) return { ok: false, rejection: 'tier-session-limit' }
     const proxy = allocateProxy(this.#pool, {
       index: this.#index,
       tenant,
@@ -121,7 +120,7 @@ export class Engine {
    */
   load(rec: SessionRecord, extras?: SessionExtras): void {
     this.#apply(rec, false)
-    if (extras !== undefined) this.#sessions.get(rec.id)?.absorb(rec.version, extras)
+    if (extras !== undefined) this.#applied?.absorb(rec.version, extras)
   }
 
   /**
@@ -202,11 +201,12 @@ export class Engine {
 
   /** Returns false when the record is stale and nothing changed. */
   #apply(rec: SessionRecord, strict: boolean): boolean {
-    let held = this.#sessions.get(rec.id)
+    let held = this.#applied = this.#sessions.get(rec.id)
     if (held !== undefined ? rec.version <= held.version : this.#tombstones.covers(rec.id, rec.version)) return false
     if (!isLive(rec.state)) {
       const at = rec.expiredAt ?? rec.endedAt ?? rec.expiresAt
       if (held !== undefined) this.#remove(held, at)
+      this.#applied = undefined
       this.#tombstones.add(rec.id, rec.version, Math.max(at, this.#clock))
       return true
     }
@@ -223,12 +223,12 @@ export class Engine {
       held = undefined
     }
     for (const s of clashes) this.#remove(s, this.#clock)
-    if (held === undefined) this.#insert(rec, proxy, tenant)
+    if (held === undefined) this.#applied = this.#insert(rec, proxy, tenant)
     else this.#update(held, rec)
     return true
   }
 
-  #insert(rec: SessionRecord, proxy: ProxyNumber, tenant: TenantSlot): void {
+  #insert(rec: SessionRecord, proxy: ProxyNumber, tenant: TenantSlot): LiveSession {
     const s = new LiveSession(rec, proxy, tenant)
     this.#pool.acquire(proxy, tenant)
     tenant.advance(proxy)
@@ -236,6 +236,7 @@ export class Engine {
     tenant.live++
     this.#sessions.set(s.id, s)
     this.#timers.push(s)
+    return s
   }
 
   #update(s: LiveSession, rec: SessionRecord): void {

@@ -100,3 +100,33 @@ t.test('records with an unknown tenant or a malformed number are refused', async
   t.throws(() => h.engine.load(record({ customerPhone: '555-0100' as E164 })), /not E\.164/)
   t.equal(h.engine.size(), 0)
 })
+
+t.test('the extras go to the session the record leaves in memory, on every path of load()', async t => {
+  const h = harness()
+  const snap = (id: string) => h.engine.live(id as never)?.snapshot()
+  const rec = record({ proxyNumber: us(0), version: 2 })
+  h.engine.load(rec, { metadataJson: '{"a": 1}', callCount: 3, lastCallAt: T0 + MINUTE })
+  t.match(snap(rec.id), { metadataJson: '{"a": 1}', callCount: 3, lastCallAt: T0 + MINUTE }, 'a new session')
+
+  h.engine.load(rec, { metadataJson: '{"a": 1}', callCount: 5, lastCallAt: T0 + 2 * MINUTE })
+  t.match(snap(rec.id), { callCount: 5, lastCallAt: T0 + 2 * MINUTE }, 'the same version again: the counters still move on')
+
+  h.engine.load({ ...rec, customerPhone: us(70), version: 3 }, { metadataJson: '{"b": 2}', callCount: 6, lastCallAt: T0 + 3 * MINUTE })
+  t.match(snap(rec.id), { metadataJson: '{"b": 2}', callCount: 6, record: { customerPhone: us(70) } }, 'a newer version')
+
+  h.engine.load({ ...rec, proxyNumber: us(1), version: 4 }, { metadataJson: '{"c": 3}', callCount: 7, lastCallAt: T0 + 3 * MINUTE })
+  t.match(snap(rec.id), { metadataJson: '{"c": 3}', callCount: 7, record: { proxyNumber: us(1) } }, 'a session that moved starts over with them')
+})
+
+t.test('createdAt and expiresAt come back exactly as loaded (kept as two small integers each)', async t => {
+  const h = harness()
+  const split = 2 ** 20
+  for (const [i, createdAt] of [T0, T0 + 1, Math.ceil(T0 / split) * split - 1, Math.ceil(T0 / split) * split, T0 + 0.25].entries()) {
+    const rec = record({ proxyNumber: us(i % 3), agentPhone: us(10 + i), customerPhone: us(20 + i), createdAt, activatedAt: createdAt, expiresAt: createdAt + 7 * MINUTE + i })
+    h.engine.load(rec)
+    t.match(h.engine.get(rec.id), { createdAt, activatedAt: createdAt, expiresAt: createdAt + 7 * MINUTE + i }, `createdAt ${createdAt}`)
+  }
+  const far = record({ proxyNumber: us(0), agentPhone: us(40), customerPhone: us(41), expiresAt: Number.POSITIVE_INFINITY })
+  h.engine.load(far)
+  t.equal(h.engine.get(far.id)?.expiresAt, Number.POSITIVE_INFINITY, 'a stamp that is not a whole number too')
+})
