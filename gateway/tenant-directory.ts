@@ -235,7 +235,7 @@ export class TenantDirectory implements AuthDirectory {
   }
 
   #addKey(c: ApiCredential): void {
-    const k = keyOf(c.keyHash)
+    const k = c.key
     this.#keys.set(k, c)
     let set = this.#keysOf.get(c.tenantId)
     if (!set) this.#keysOf.set(c.tenantId, set = new Set())
