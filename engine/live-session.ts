@@ -3,8 +3,7 @@
 // memory can derive: tenant and proxy are shared objects, the four enums and the recording flag
 // pack into one small integer, activatedAt is null while it equals createdAt (always, for sessions
 // the engine creates), expiredAt is always null (an expired session leaves memory). Every number
-// that can exceed a small integer costs a heap box, so createdAt and expiresAt are kept as two small
-// integers each (splitStamp).
+// that can exceed a small integer costs a heap box, so only createdAt and expiresAt are always set.
 import type { ProxyNumber } from './number-pool.js'
 import type { TenantSlot } from './tenant-slot.js'
 import { ALL_CHANNELS, Channel, type ConsentPrompt, type DirectionMode, type E164, type SessionId, type SessionRecord, type SessionState } from './types.js'
@@ -80,20 +79,10 @@ function packFlags(rec: SessionRecord): number {
 
 export function consentOf(flags: number): ConsentPrompt { return CONSENTS[(flags >> 4) & 3]! }
 
-// A millisecond timestamp as hi * 2^20 + lo, both small integers (hi about 1.7 million today): a
-// double field costs each session a 16-byte heap box that a boot copies twice in scavenges and
-// marks once more in its closing collection (#13). A stamp that is not a whole number (none the
-// engine or the store makes; Infinity) still round-trips, in a box. `| 0` keeps lo a small integer:
-// a plain difference is a double, and one double stored makes the field a box for every session.
-const STAMP_SPLIT = 2 ** 20
-const stampHi = (t: number) => (Number.isInteger(t) ? Math.floor(t / STAMP_SPLIT) : t / STAMP_SPLIT) // exact: a power of two
-const stampLo = (t: number, hi: number) => (Number.isInteger(t) ? (t - hi * STAMP_SPLIT) | 0 : 0)
-
 export class LiveSession implements LiveView {
   // Declaration order is memory order: what route() reads comes first, to share cache lines.
   flags: number
-  #expiresHi = 0
-  #expiresLo = 0
+  expiresAt: number
   agent: E164
   customer: E164
   readonly tenant: TenantSlot
@@ -101,8 +90,7 @@ export class LiveSession implements LiveView {
   readonly proxy: ProxyNumber
   grace: number
   maxDuration: number
-  #createdHi = 0
-  #createdLo = 0
+  createdAt: number
   activatedAt: number | null
   endedAt: number | null
   version: number
@@ -137,9 +125,9 @@ export class LiveSession implements LiveView {
     this.flags = packFlags(rec)
     this.grace = rec.gracePeriodMinutes
     this.maxDuration = rec.maxDurationMinutes
-    this.#setCreatedAt(rec.createdAt)
+    this.createdAt = rec.createdAt
     this.activatedAt = rec.activatedAt === rec.createdAt ? null : rec.activatedAt
-    this.#setExpiresAt(rec.expiresAt)
+    this.expiresAt = rec.expiresAt
     this.endedAt = rec.endedAt
     this.version = rec.version
   }
@@ -152,17 +140,12 @@ export class LiveSession implements LiveView {
     this.flags = packFlags(rec)
     this.grace = rec.gracePeriodMinutes
     this.maxDuration = rec.maxDurationMinutes
-    this.#setCreatedAt(rec.createdAt)
+    this.createdAt = rec.createdAt
     this.activatedAt = rec.activatedAt === rec.createdAt ? null : rec.activatedAt
-    this.#setExpiresAt(rec.expiresAt)
+    this.expiresAt = rec.expiresAt
     this.endedAt = rec.endedAt
     this.version = rec.version
   }
-
-  get expiresAt(): number { return this.#expiresHi * STAMP_SPLIT + this.#expiresLo }
-  get createdAt(): number { return this.#createdHi * STAMP_SPLIT + this.#createdLo }
-  #setExpiresAt(t: number): void { this.#expiresLo = stampLo(t, this.#expiresHi = stampHi(t)) }
-  #setCreatedAt(t: number): void { this.#createdLo = stampLo(t, this.#createdHi = stampHi(t)) }
 
   snapshot(): LiveSnapshot {
     return { record: this.toRecord(), metadataJson: this.metadata, callCount: this.callCount, lastCallAt: this.lastCallAt }
