@@ -235,7 +235,7 @@ export class TenantDirectory implements AuthDirectory {
   }
 
   #addKey(c: ApiCredential): void {
-    const k = c.key
+    const k = keyOf(c.keyHash)
     this.#keys.set(k, c)
     let set = this.#keysOf.get(c.tenantId)
     if (!set) this.#keysOf.set(c.tenantId, set = new Set())

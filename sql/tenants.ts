@@ -25,8 +25,7 @@ export interface TenantState {
 }
 
 /** A live (not revoked) API credential: what a token exchange checks (DECISIONS 3). */
-/** key: the apiKey hash in base64 (the directory's map key, as Postgres's encode() gives it). */
-export interface ApiCredential { id: string; tenantId: string; key: string; secretMac: Buffer }
+export interface ApiCredential { id: string; tenantId: string; keyHash: Buffer; secretMac: Buffer }
 
 export interface TenantRow {
   id: string
@@ -86,14 +85,8 @@ export async function getTenantState(db: CommonQueryMethods, id: string): Promis
   return r ? toState(r) : null
 }
 
-// The key hash comes as base64 text (one string, no bytea parse, no Buffer): a boot reads every
-// live credential, 130,000 in the bench (#13). translate() drops the line breaks encode() puts
-// after 76 characters (a 32-byte hash has 44). The secret MAC is still copied out of the Buffer pg
-// parsed: kept as it came, the RSS after a 1M-session boot with 180,000 keys was ~100 MB higher
-// (965 against 850-875 MB, ten boots), for the ~0.1 s the copies cost.
-const CREDENTIAL_COLUMNS = sql.fragment`id, tenant_id, translate(encode(key_hash, 'base64'), chr(10), '') AS key, secret_mac`
 const toCredential = (r: Record<string, any>): ApiCredential =>
-  ({ id: r.id, tenantId: r.tenant_id, key: r.key, secretMac: Buffer.from(r.secret_mac) })
+  ({ id: r.id, tenantId: r.tenant_id, keyHash: Buffer.from(r.key_hash), secretMac: Buffer.from(r.secret_mac) })
 
 /**
  * What the live credentials are, in one value: their count and a sum of a 64-bit hash of each row
@@ -111,12 +104,12 @@ export async function liveCredentialsFingerprint(db: CommonQueryMethods): Promis
 
 /** Boot and resync of the tenant directory: every live credential. */
 export async function loadLiveCredentials(db: CommonQueryMethods): Promise<ApiCredential[]> {
-  return (await db.any(sql.unsafe`SELECT ${CREDENTIAL_COLUMNS} FROM api_credentials WHERE revoked_at IS NULL`)).map(toCredential)
+  return (await db.any(sql.unsafe`SELECT id, tenant_id, key_hash, secret_mac FROM api_credentials WHERE revoked_at IS NULL`)).map(toCredential)
 }
 
 /** The live credentials of one tenant (after a rotation, here or on another node). */
 export async function liveCredentialsOf(db: CommonQueryMethods, tenantId: string): Promise<ApiCredential[]> {
-  return (await db.any(sql.unsafe`SELECT ${CREDENTIAL_COLUMNS} FROM api_credentials
+  return (await db.any(sql.unsafe`SELECT id, tenant_id, key_hash, secret_mac FROM api_credentials
     WHERE tenant_id = ${tenantId} AND revoked_at IS NULL`)).map(toCredential)
 }
 
@@ -168,7 +161,7 @@ export async function createTenantWithOwner(db: DatabasePool, t: NewTenant): Pro
 /** The live (not revoked) credential of an apiKey hash: a directory miss (a key made on another node). */
 export async function findCredential(db: CommonQueryMethods, keyHash: Buffer): Promise<ApiCredential | null> {
   const r = await db.maybeOne(sql.unsafe`
-    SELECT ${CREDENTIAL_COLUMNS} FROM api_credentials
+    SELECT id, tenant_id, key_hash, secret_mac FROM api_credentials
     WHERE key_hash = ${sql.binary(keyHash)} AND revoked_at IS NULL`)
   return r ? toCredential(r) : null
 }

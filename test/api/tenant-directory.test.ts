@@ -219,7 +219,7 @@ t.test('resync: credentials reloaded only when they changed, and every kind of c
   let fullLoads = 0
   const counting = spyPool(db.pool, query => {
     const text = (query as { sql?: string } | undefined)?.sql ?? ''
-    if (/FROM api_credentials WHERE revoked_at IS NULL\s*$/.test(text) && text.includes('AS key, secret_mac')) fullLoads++
+    if (/FROM api_credentials WHERE revoked_at IS NULL\s*$/.test(text) && text.includes('key_hash, secret_mac')) fullLoads++
   })
   const directory = new TenantDirectory(counting)
   await directory.loadAll()
@@ -229,7 +229,7 @@ t.test('resync: credentials reloaded only when they changed, and every kind of c
     const c = directory.credential(keyHash)
     return c instanceof Promise ? 'not held' : c
   }
-  t.match(held(creds.keyHash), { tenantId, key: creds.keyHash.toString('base64'), secretMac: creds.secretMac })
+  t.match(held(creds.keyHash), { tenantId, keyHash: creds.keyHash, secretMac: creds.secretMac })
 
   await directory.resync()
   await directory.resync()
@@ -241,7 +241,7 @@ t.test('resync: credentials reloaded only when they changed, and every kind of c
   await db.pool.query(sql.unsafe`INSERT INTO api_credentials (id, tenant_id, key_hash, secret_mac) VALUES (${addedId}, ${tenantId}, ${sql.binary(added.keyHash)}, ${sql.binary(added.secretMac)})`)
   await directory.resync()
   t.equal(fullLoads, 2, 'a key added: reloaded')
-  t.same(held(added.keyHash), { id: addedId, tenantId, key: added.keyHash.toString('base64'), secretMac: added.secretMac })
+  t.same(held(added.keyHash), { id: addedId, tenantId, keyHash: added.keyHash, secretMac: added.secretMac })
 
   // Edited in place: the same row, another secret MAC.
   const edited = newCredentials(phoneKey).secretMac
