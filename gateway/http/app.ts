@@ -103,7 +103,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     const known = methodsByPath.get(def.path) ?? []
     if (known.includes(def.method)) throw new Error(`route registered twice: ${key}`)
     methodsByPath.set(def.path, [...known, def.method])
-    const compiled = compileRoute(def)
+    const compiled = compileRoute(def, env.checkResponses)
     app[UWS_METHOD[def.method]](def.path, (res, req) => onRequest(env, compiled, res, req))
   }
   opts.ws?.(app)
