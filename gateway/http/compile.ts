@@ -31,12 +31,10 @@ const ajvBody = makeAjv(false)
 const ajvParams = makeAjv(true)
 const ajvCheck = new Ajv({ allErrors: false, strict: false, allowUnionTypes: true, messages: false, validateSchema: false })
 formatsPlugin.default(ajvCheck)
-/** Only for compileRoute's checks: Ajv's meta-schema validation, as its default compile does it. */
-let ajvMeta: Ajv | null = null
 
+/** compileRoute's checks: the meta-schema validation Ajv's compile does by default (its meta-schema is compiled on first use). */
 function assertValidSchema(schema: TSchema, where: string): void {
-  ajvMeta ??= formatsPlugin.default(new Ajv({ strict: false, allowUnionTypes: true }))
-  if (!ajvMeta.validateSchema(schema)) throw new Error(`${where}: not a valid JSON Schema: ${ajvMeta.errorsText(ajvMeta.errors)}`)
+  if (!ajvCheck.validateSchema(schema)) throw new Error(`${where}: not a valid JSON Schema: ${ajvCheck.errorsText(ajvCheck.errors)}`)
 }
 
 export function checker(schema: TSchema): (v: unknown) => boolean {
