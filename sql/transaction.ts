@@ -64,6 +64,26 @@ export function jsonb(v: unknown) {
   return sql.fragment`${JSON.stringify(v)}::jsonb`
 }
 
+/**
+ * The text of a Postgres array literal (`{"a","b",NULL}`), for a parameter cast to a typed array:
+ * `unnest($1::uuid[], $2::text[], …)` inserts a batch with less Postgres CPU than
+ * jsonb_to_recordset of one jsonb parameter (~1.5 µs a call row: bench/RESULTS.md, thirty-second
+ * session). Strings are always quoted, `"` and `\` escaped; null is NULL; numbers and booleans bare.
+ */
+export function arrayLiteral(values: ReadonlyArray<string | number | boolean | null>): string {
+  let out = '{'
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!
+    if (i > 0) out += ','
+    if (v === null) out += 'NULL'
+    else if (typeof v !== 'string') out += String(v)
+    else out += `"${NEEDS_ESCAPE.test(v) ? v.replace(ESCAPED, '\\$&') : v}"`
+  }
+  return out + '}'
+}
+const NEEDS_ESCAPE = /["\\]/
+const ESCAPED = /["\\]/g
+
 /** ISO timestamp literal for epoch ms, cast on the server (exact, independent of time zones). */
 export function ts(ms: number) {
   return sql.fragment`${isoTime(ms)}::timestamptz`
