@@ -57,4 +57,15 @@ t.test('every column of a batch of calls is stored as given', async t => {
   const again = await applyOps(db.pool, ops, noCache)
   t.same(again.results, out.results, 'a replay finds the same rows by CallSid and inserts nothing')
   t.equal(await db.pool.oneFirst(sql.unsafe`SELECT count(*)::int FROM call_records WHERE session_id = ${rec.id}`), sids.length)
+
+  // One CallSid twice in a batch (a provider's retry beside a rebuild), beside a new one: the first
+  // row goes in, both calls of it get its id, the new one its own.
+  const base = (op: OpData) => (op as Extract<OpData, { kind: 'call' }>).row
+  const twice = { ...base(ops[0]!), id: uuidv7(T0 + 100), providerCallId: 'CA-twice', initiatedAt: T0 + 100 }
+  const fresh = { ...base(ops[0]!), id: uuidv7(T0 + 101), providerCallId: 'CA-fresh', initiatedAt: T0 + 101 }
+  const mixed = await applyOps(db.pool, [
+    { kind: 'call', row: twice }, { kind: 'call', row: { ...twice, id: uuidv7(T0 + 102) } }, { kind: 'call', row: fresh },
+  ], noCache)
+  t.same(mixed.results, [twice.id, twice.id, fresh.id])
+  t.same(mixed.calls.map(c => c.id), [twice.id, fresh.id], 'the calls this batch inserted, each once')
 })
