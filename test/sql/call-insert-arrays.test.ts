@@ -13,6 +13,7 @@ import { testDatabase } from '../support/db.js'
 import { addNumbers, addTenant, createArgs, hashParty, party, proxy, record, T0 } from './fixtures.js'
 
 const noCache: CallCache = { get: () => undefined, bySid: () => undefined }
+const rowOf = (op: OpData) => (op as Extract<OpData, { kind: 'call' }>).row
 
 t.test('an array literal reads back as the values it was made of', async t => {
   const db = await testDatabase(t)
@@ -41,13 +42,13 @@ t.test('every column of a batch of calls is stored as given', async t => {
     },
   }))
   const out = await applyOps(db.pool, ops, noCache)
-  t.same(out.results, ops.map(op => (op as Extract<OpData, { kind: 'call' }>).row.id), 'every row inserted')
+  t.same(out.results, ops.map(op => rowOf(op).id), 'every row inserted')
   const stored = await db.pool.any(sql.unsafe`
     SELECT id, session_id, tenant_id, provider_call_id, status, direction, duration_seconds, initiated_at, answered_at,
            ended_at, recording_url, recording_duration_seconds, recording_consent_played, party_b_hash
     FROM call_records WHERE session_id = ${rec.id} ORDER BY id`)
   t.same(stored, ops.map(op => {
-    const r = (op as Extract<OpData, { kind: 'call' }>).row
+    const r = rowOf(op)
     return {
       id: r.id, session_id: r.sessionId, tenant_id: r.tenantId, provider_call_id: r.providerCallId, status: r.status, direction: r.direction,
       duration_seconds: 0, initiated_at: r.initiatedAt, answered_at: null, ended_at: r.endedAt ?? null, recording_url: null,
@@ -60,9 +61,8 @@ t.test('every column of a batch of calls is stored as given', async t => {
 
   // One CallSid twice in a batch (a provider's retry beside a rebuild), beside a new one: the first
   // row goes in, both calls of it get its id, the new one its own.
-  const base = (op: OpData) => (op as Extract<OpData, { kind: 'call' }>).row
-  const twice = { ...base(ops[0]!), id: uuidv7(T0 + 100), providerCallId: 'CA-twice', initiatedAt: T0 + 100 }
-  const fresh = { ...base(ops[0]!), id: uuidv7(T0 + 101), providerCallId: 'CA-fresh', initiatedAt: T0 + 101 }
+  const twice = { ...rowOf(ops[0]!), id: uuidv7(T0 + 100), providerCallId: 'CA-twice', initiatedAt: T0 + 100 }
+  const fresh = { ...rowOf(ops[0]!), id: uuidv7(T0 + 101), providerCallId: 'CA-fresh', initiatedAt: T0 + 101 }
   const mixed = await applyOps(db.pool, [
     { kind: 'call', row: twice }, { kind: 'call', row: { ...twice, id: uuidv7(T0 + 102) } }, { kind: 'call', row: fresh },
   ], noCache)
