@@ -25,6 +25,7 @@ export interface LiveSnapshot extends SessionExtras {
 
 /** What the gateway reads and changes of a live session besides its record (Engine.live). */
 export interface LiveView {
+  readonly id: SessionId
   snapshot(): LiveSnapshot
   /** The metadata a committed create or PATCH stored (JSON text, jsonb key order). */
   setMetadata(json: string): void

@@ -13,15 +13,15 @@
 // then (so another node's figure trails by the bus delay, see docs/scaling.md). Their SMS events
 // move the session's activity mark likewise (issue #16: the inactivity clock), as this node's SMS
 // callback does for its own.
-import type { Engine } from '../engine/index.js'
+import type { Engine, LiveView } from '../engine/index.js'
 import type { SessionId } from '../engine/types.js'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
 
 interface Pending { sessionId: SessionId; at: number; prevLastCallAt: number | null }
 
 export interface CallCounter {
-  /** A call the voice fetch just routed and queued a record for. */
-  routed(sessionId: string, callId: string, at: number): void
+  /** A call the voice fetch just routed (to `session`, looked up once by the fetch) and queued a record for. */
+  routed(session: LiveView | undefined, callId: string, at: number): void
   /** That call's record operation settled (call after the writer resolved it). */
   settled(callId: string): void
   /** Events the local record writer committed. */
@@ -43,9 +43,8 @@ export function createCallCounter(engine: Engine): CallCounter {
   }
 
   return {
-    routed(sessionId, callId, at) {
-      const prev = engine.live(sessionId as SessionId)?.noteCall(at)
-      if (prev !== undefined) pending.set(callId, { sessionId: sessionId as SessionId, at, prevLastCallAt: prev })
+    routed(session, callId, at) {
+      if (session !== undefined) pending.set(callId, { sessionId: session.id, at, prevLastCallAt: session.noteCall(at) })
     },
     settled(callId) {
       const p = pending.get(callId)

@@ -11,7 +11,7 @@
 // Signatures are checked by the HTTP pipeline before a handler runs (RouteDef.signed).
 // No phone number or SMS text is ever logged or put into an event.
 import type { Logger } from 'pino'
-import type { Engine, RouteDecision } from '../engine/index.js'
+import type { Engine, LiveView, RouteDecision } from '../engine/index.js'
 import type { CallDirection, SmsStatus } from '../engine/types.js'
 import type { ApiReply, ApiRequest } from '../api/route.js'
 import type { CallbackHandlers } from '../api/routes/cpaas.js'
@@ -85,12 +85,15 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   /** Forwards under way, so a provider retry waits for the same one instead of starting another. */
   const forwarding = new Map<string, Promise<SmsOutcome>>()
 
-  /** Party B's hash: remembered on the live session after its first call (an HMAC is about ten Map lookups). */
-  function partyBHash(dec: Matched, caller: string): string {
+  /**
+   * Party B's hash: remembered on the live session after its first call (an HMAC is about ten Map
+   * lookups). `live`: the session, when the caller already looked it up (the voice fetch does, once);
+   * undefined looks it up.
+   */
+  function partyBHash(dec: Matched, caller: string, live = d.engine.live(dec.sessionId)): string {
     // party B: the customer. A_TO_B dials them (or, refused, was placed by the agent); B_TO_A is them calling.
     const partyB = dec.direction === 'B_TO_A' ? caller : dec.kind === 'connect' ? dec.to : d.engine.get(dec.sessionId)?.customerPhone
     if (partyB === undefined) return ''
-    const live = d.engine.live(dec.sessionId)
     const known = live?.customerHash(partyB)
     if (known) return known
     const tenant = d.tenants.peek(dec.tenantId)
@@ -101,17 +104,17 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   }
 
   /** The call record as the voice fetch writes it, for a decision the engine made on `caller`'s call. */
-  function callRow(dec: Matched, caller: string, direction: CallDirection, proxy: string, callId: string, callSid: string, at: number): CallInsert {
+  function callRow(dec: Matched, caller: string, direction: CallDirection, proxy: string, callId: string, callSid: string, at: number, live?: LiveView): CallInsert {
     return {
       id: callId, sessionId: dec.sessionId, tenantId: dec.tenantId, providerCallId: callSid, status: 'RINGING', direction,
-      initiatedAt: at, partyBHash: partyBHash(dec, caller), proxy,
+      initiatedAt: at, partyBHash: partyBHash(dec, caller, live), proxy,
       recordingConsentPlayed: dec.kind === 'connect' && dec.recording,
     }
   }
 
   /** The fetch's record; its call.incoming (and call.failed) are made from it when it is applied. */
-  function recordCallStart(dec: Matched, caller: string, proxy: string, callId: string, callSid: string, now: number) {
-    const row = callRow(dec, caller, dec.direction, proxy, callId, callSid, now)
+  function recordCallStart(dec: Matched, caller: string, proxy: string, callId: string, callSid: string, now: number, live: LiveView | undefined) {
+    const row = callRow(dec, caller, dec.direction, proxy, callId, callSid, now, live)
     const settled = () => d.callCounter.settled(callId)
     // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED; so is
     // one on a session that carries SMS only (issue #16).
@@ -131,8 +134,10 @@ export function createTelephony(d: TelephonyDeps): CallbackHandlers {
       if (callId === undefined) {
         const id = callId = uuidv7(now)
         calls.set(callSid, id)
-        d.callCounter.routed(dec.sessionId, id, now)
-        setImmediate(() => recordCallStart(dec, from, to, id, callSid, now))
+        // One lookup of the session for its count and its party-B hash (at 1M sessions each is a cache miss).
+        const live = d.engine.live(dec.sessionId)
+        d.callCounter.routed(live, id, now)
+        setImmediate(() => recordCallStart(dec, from, to, id, callSid, now, live))
       }
       if (dec.kind === 'connect') return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl(), callId }), contentType: XML }
     }
