@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto'
 import type { EventEmitter } from 'node:events'
 import pg from 'pg'
 import { sql, type DatabasePool } from 'slonik'
-import { StoreError } from './errors.js'
+import { staleStatement, StoreError } from './errors.js'
 import { PG_TYPES } from './pg-types.js'
 import { Rollback } from './transaction.js'
 
@@ -192,7 +192,8 @@ export function directPool(db: DatabasePool): DirectPool | null {
 /**
  * `fn` in a transaction on one connection of the direct pool: COMMIT when it returns a value,
  * ROLLBACK when it returns `rollback(value)` (the value is returned) or throws (the error goes on),
- * as transact() does on slonik's pool. A connection whose ROLLBACK fails is destroyed, not reused.
+ * as transact() does on slonik's pool. A connection whose ROLLBACK fails, or whose named
+ * statements a migration made stale (staleStatement), is destroyed, not reused.
  * No retry here: the caller decides (withRetry, or the record writer's own backoff).
  */
 export async function directTransaction<T>(d: DirectPool, fn: (q: DirectQueries) => Promise<T | Rollback<T>>): Promise<T> {
@@ -218,6 +219,9 @@ export async function directTransaction<T>(d: DirectPool, fn: (q: DirectQueries)
     return out
   } catch (err) {
     await client.query('ROLLBACK').catch((e: unknown) => { broken = e })
+    // Its named statements are stale (a migration changed what one returns): a new connection
+    // parses them afresh. (pool.query drops a connection on any error already.)
+    if (staleStatement(err)) broken ??= err
     throw err
   } finally {
     client.off('error', d.report)

@@ -10,7 +10,8 @@ import { MasklineError } from '../engine/errors.js'
  *   the session runner tries another proxy or answers target-conflict.
  * - not-found: a referenced row does not exist (foreign key) or a required row is missing.
  * - validation: the database refused a value (check constraint, bad input syntax).
- * - retryable: serialization failure or deadlock; safe to run the whole transaction again.
+ * - retryable: serialization failure or deadlock, or a prepared statement a migration made stale
+ *   (staleStatement); safe to run the whole transaction again.
  * - unavailable: the database cannot be reached or ended the connection; transient.
  * - internal: anything else.
  */
@@ -42,7 +43,22 @@ const UNIQUE_SLUGS: Readonly<Record<string, StoreErrorSlug>> = {
 const SQLSTATE = /^[0-9A-Z]{5}$/
 const ERRNO = /^E[A-Z]+$/
 
-interface MaybeDriverError { code?: unknown; constraint?: unknown; cause?: unknown; name?: unknown }
+interface MaybeDriverError { code?: unknown; constraint?: unknown; cause?: unknown; name?: unknown; routine?: unknown }
+
+/**
+ * A named statement whose result columns changed type since it was prepared on this connection
+ * (SQLSTATE 0A000 "cached plan must not change result type", raised by Postgres's plan cache: a
+ * migration altered a column it returns, e.g. its collation). It fails on that connection until the
+ * connection is gone, so sql/direct.ts drops the connection and the caller runs the transaction
+ * again on a fresh one (retryable): the record writer would otherwise refuse, and drop, every
+ * batch of a node that was running when the migration committed.
+ */
+export function staleStatement(err: unknown): boolean {
+  for (let e = err as MaybeDriverError | undefined, i = 0; e && typeof e === 'object' && i < 5; e = e.cause as MaybeDriverError, i++) {
+    if (e.code === '0A000' && e.routine === 'RevalidateCachedQuery') return true
+  }
+  return false
+}
 
 /** The SQLSTATE of an error or of its causes (slonik wraps pg errors in `cause`). */
 export function sqlStateOf(err: unknown): string | null {
@@ -94,7 +110,7 @@ export function toStoreError(err: unknown): StoreError {
   const state = sqlStateOf(err)
   if (state) {
     const constraint = constraintOf(err)
-    return new StoreError(slugOfSqlState(state, constraint), state, constraint)
+    return new StoreError(staleStatement(err) ? 'retryable' : slugOfSqlState(state, constraint), state, constraint)
   }
   const named = SLONIK_NAMES[(err as { constructor?: { name?: string } })?.constructor?.name ?? '']
   if (named) return new StoreError(named[0], named[1])

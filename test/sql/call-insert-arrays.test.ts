@@ -7,10 +7,9 @@ import t from 'tap'
 import { sql } from 'slonik'
 import { uuidv7 } from '../../api/vocabulary/ids.js'
 import { applyOps, type CallCache, type OpData } from '../../sql/record-apply.js'
-import { createSession } from '../../sql/sessions.js'
 import { arrayLiteral } from '../../sql/transaction.js'
 import { testDatabase } from '../support/db.js'
-import { addNumbers, addTenant, createArgs, hashParty, party, proxy, record, T0 } from './fixtures.js'
+import { hashParty, liveSession, T0 } from './fixtures.js'
 
 const noCache: CallCache = { get: () => undefined, bySid: () => undefined }
 const rowOf = (op: OpData) => (op as Extract<OpData, { kind: 'call' }>).row
@@ -27,10 +26,7 @@ t.test('an array literal reads back as the values it was made of', async t => {
 
 t.test('every column of a batch of calls is stored as given', async t => {
   const db = await testDatabase(t)
-  await addNumbers(db.pool)
-  const tenant = await addTenant(db.pool)
-  const rec = record(tenant, { proxy: proxy(61), agent: party(61), customer: party(62) })
-  t.equal(await createSession(db.pool, createArgs(tenant, rec)), 'ok')
+  const { tenant, rec } = await liveSession(db.pool, 61)
   const sids = ['CA-"quoted"', 'CA\\back', 'CA,comma', 'CA{brace}', 'NULL', 'CA é ☎ ']
   const ops: OpData[] = sids.map((sid, i) => ({
     kind: 'call',

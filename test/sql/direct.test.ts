@@ -3,12 +3,13 @@
 // connection, its plan cached) and stays unnamed on the embedded server; rows read exactly as
 // through slonik's pools; `one`/`maybeOne` keep slonik's meaning; a transaction commits or rolls
 // back as a whole; and nothing outside this module is touched (a pg client of its own sends a
-// marked text unnamed).
+// marked text unnamed); a statement a migration made stale fails once, as retryable, and the
+// connection holding it is replaced.
 import t from 'tap'
 import pg from 'pg'
 import { sql } from 'slonik'
 import { directPool, directTransaction, PREPARE } from '../../sql/direct.js'
-import { StoreError } from '../../sql/errors.js'
+import { staleStatement, StoreError, toStoreError } from '../../sql/errors.js'
 import { testDatabase } from '../support/db.js'
 
 const PREPARED = sql.unsafe`SELECT name, statement FROM pg_prepared_statements WHERE statement LIKE '/* prepared */%'`
@@ -77,4 +78,23 @@ t.test('no global patch: a pg client of its own sends a marked text unnamed', as
   t.teardown(() => client.end())
   await client.query('/* prepared */ SELECT 2 AS v')
   t.same((await client.query(PREPARED.sql)).rows, [])
+})
+
+t.test('a statement a migration made stale costs one retry, not the connection for good', async t => {
+  const db = await testDatabase(t, { maximumPoolSize: 1 })
+  const d = directPool(db.pool)
+  if (!d) { t.fail('no direct pool'); return }
+  await db.pool.query(sql.unsafe`CREATE TABLE direct_stale (k text PRIMARY KEY)`)
+  const insert = (k: string) => directTransaction(d, q => q.oneFirst(sql.unsafe`${PREPARE} INSERT INTO direct_stale VALUES (${k}) RETURNING k`))
+  t.equal(await insert('a'), 'a')
+  // What a migration may do under a running node: change the type of a column the statement returns.
+  await db.pool.query(sql.unsafe`ALTER TABLE direct_stale ALTER COLUMN k TYPE text COLLATE "C"`)
+  if (d.named) {
+    const err = await insert('b').then(() => null, (e: unknown) => e)
+    t.ok(staleStatement(err), 'the named statement fails once: its result type changed since it was parsed')
+    t.equal(toStoreError(err).slug, 'retryable', 'as a transaction to run again')
+  }
+  t.equal(await insert('c'), 'c', 'the next transaction gets a connection that parses it afresh')
+  t.equal(await insert('d'), 'd')
+  t.same(await db.pool.anyFirst(sql.unsafe`SELECT k FROM direct_stale ORDER BY k`), ['a', 'c', 'd'], 'the failed one left nothing')
 })

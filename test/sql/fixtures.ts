@@ -1,12 +1,12 @@
 // Fixtures of the store tests: tenants and numbers inserted directly (sql/tenants.ts belongs to
 // another module), session records shaped like the engine's, fictional numbers (DECISIONS 2).
 import { randomBytes } from 'node:crypto'
-import { sql, type CommonQueryMethods } from 'slonik'
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik'
 import { buildEnvelope, type EventEnvelope } from '../../api/vocabulary/event-envelope.js'
 import { uuidv7 } from '../../api/vocabulary/ids.js'
 import type { E164, SessionId, SessionRecord, TenantId, Tier } from '../../engine/types.js'
 import { createPartyHasher, createPhoneCipher } from '../../sql/crypto.js'
-import { seedNumbers } from '../../sql/sessions.js'
+import { createSession, seedNumbers } from '../../sql/sessions.js'
 import type { CreateSessionArgs } from '../../sql/sessions.js'
 
 export const MINUTE = 60_000
@@ -76,6 +76,16 @@ export function createArgs(tenant: TenantFixture, rec: SessionRecord, quota = 10
     events: [envelope(rec, 'session.created'), envelope(rec, 'session.activated')],
     ...extra,
   }
+}
+
+/** Numbers, a tenant and one live session on proxy(n), agent party(n) and customer party(n + 1). */
+export async function liveSession(db: DatabasePool, n: number): Promise<{ tenant: TenantFixture; rec: SessionRecord }> {
+  await addNumbers(db)
+  const tenant = await addTenant(db)
+  const rec = record(tenant, { proxy: proxy(n), agent: party(n), customer: party(n + 1) })
+  const created = await createSession(db, createArgs(tenant, rec))
+  if (created !== 'ok') throw new Error(`liveSession: the create answered ${String(created)}`)
+  return { tenant, rec }
 }
 
 export async function count(db: CommonQueryMethods, table: string, where = sql.fragment`TRUE`): Promise<number> {
