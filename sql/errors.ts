@@ -45,6 +45,15 @@ const ERRNO = /^E[A-Z]+$/
 
 interface MaybeDriverError { code?: unknown; constraint?: unknown; cause?: unknown; name?: unknown; routine?: unknown }
 
+/** The first non-null `pick` of an error or of its causes (slonik wraps pg errors in `cause`), at most five deep. */
+function fromChain<T>(err: unknown, pick: (e: MaybeDriverError) => T | null): T | null {
+  for (let e = err as MaybeDriverError | undefined, i = 0; e && typeof e === 'object' && i < 5; e = e.cause as MaybeDriverError, i++) {
+    const found = pick(e)
+    if (found !== null) return found
+  }
+  return null
+}
+
 /**
  * A named statement whose result columns changed type since it was prepared on this connection
  * (SQLSTATE 0A000 "cached plan must not change result type", raised by Postgres's plan cache: a
@@ -54,32 +63,20 @@ interface MaybeDriverError { code?: unknown; constraint?: unknown; cause?: unkno
  * batch of a node that was running when the migration committed.
  */
 export function staleStatement(err: unknown): boolean {
-  for (let e = err as MaybeDriverError | undefined, i = 0; e && typeof e === 'object' && i < 5; e = e.cause as MaybeDriverError, i++) {
-    if (e.code === '0A000' && e.routine === 'RevalidateCachedQuery') return true
-  }
-  return false
+  return fromChain(err, e => (e.code === '0A000' && e.routine === 'RevalidateCachedQuery' ? true : null)) ?? false
 }
 
-/** The SQLSTATE of an error or of its causes (slonik wraps pg errors in `cause`). */
+/** The SQLSTATE of an error or of its causes. */
 export function sqlStateOf(err: unknown): string | null {
-  for (let e = err as MaybeDriverError | undefined, i = 0; e && typeof e === 'object' && i < 5; e = e.cause as MaybeDriverError, i++) {
-    if (typeof e.code === 'string' && SQLSTATE.test(e.code)) return e.code
-  }
-  return null
+  return fromChain(err, e => (typeof e.code === 'string' && SQLSTATE.test(e.code) ? e.code : null))
 }
 
 function constraintOf(err: unknown): string | null {
-  for (let e = err as MaybeDriverError | undefined, i = 0; e && typeof e === 'object' && i < 5; e = e.cause as MaybeDriverError, i++) {
-    if (typeof e.constraint === 'string' && e.constraint) return e.constraint
-  }
-  return null
+  return fromChain(err, e => (typeof e.constraint === 'string' && e.constraint ? e.constraint : null))
 }
 
 function errnoOf(err: unknown): string | null {
-  for (let e = err as MaybeDriverError | undefined, i = 0; e && typeof e === 'object' && i < 5; e = e.cause as MaybeDriverError, i++) {
-    if (typeof e.code === 'string' && ERRNO.test(e.code)) return e.code
-  }
-  return null
+  return fromChain(err, e => (typeof e.code === 'string' && ERRNO.test(e.code) ? e.code : null))
 }
 
 // slonik error classes that carry no SQLSTATE, by constructor name (the classes are not all

@@ -16,8 +16,7 @@ import { openJournal, readLeftovers, type Journal } from '../../sql/journal.js'
 import { createRecordWriter, type CallInsert } from '../../sql/records.js'
 import { uuidv7 } from '../../api/vocabulary/ids.js'
 import { testDatabase, testDatabaseUrl } from '../support/db.js'
-import { addNumbers, addTenant, count, createArgs, hashParty, party, proxy, record, T0 } from './fixtures.js'
-import { createSession } from '../../sql/sessions.js'
+import { count, hashParty, liveSession, T0 } from './fixtures.js'
 
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 const JOURNAL_AFTER_MS = 40
@@ -38,10 +37,7 @@ t.test('the journal holds what Postgres has not taken', async t => {
   const db = await testDatabase(t)
   const dataDir = mkdtempSync(join(tmpdir(), 'maskline-wbj-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  await addNumbers(db.pool)
-  const tenant = await addTenant(db.pool)
-  const rec = record(tenant, { proxy: proxy(81), agent: party(81), customer: party(82) })
-  t.equal(await createSession(db.pool, createArgs(tenant, rec)), 'ok')
+  const { tenant, rec } = await liveSession(db.pool, 81)
   let n = 0
   const call = (): CallInsert => {
     const i = n++

@@ -16,8 +16,8 @@ import { buildEnvelope } from '../../api/vocabulary/event-envelope.js'
 import { testDatabase, testDatabaseUrl } from '../support/db.js'
 import { startTcpProxy } from '../support/tcp-proxy.js'
 import { eventually } from '../support/service.js'
-import { addNumbers, addTenant, count, createArgs, hashParty, party, proxy, record, T0 } from './fixtures.js'
-import { createSession, getSession } from '../../sql/sessions.js'
+import { count, hashParty, liveSession, T0 } from './fixtures.js'
+import { getSession } from '../../sql/sessions.js'
 
 const skip = !testDatabaseUrl() && 'needs a real Postgres behind a TCP proxy (the embedded server has no URL to cut)'
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
@@ -34,10 +34,7 @@ t.test('write-behind through a Postgres outage', { skip }, async t => {
   const viaProxy = await openDatabase({ databaseUrl: url.toString(), dataDir })
   t.teardown(() => viaProxy.close())
 
-  await addNumbers(db.pool)
-  const tenant = await addTenant(db.pool)
-  const rec = record(tenant, { proxy: proxy(71), agent: party(71), customer: party(72) })
-  t.equal(await createSession(db.pool, createArgs(tenant, rec)), 'ok')
+  const { tenant, rec } = await liveSession(db.pool, 71)
   const call = (i: number): CallInsert => ({
     id: uuidv7(T0 + i), sessionId: rec.id, tenantId: tenant.id, providerCallId: `CA-wb-${rec.id}-${i}`, status: 'RINGING',
     direction: 'A_TO_B', initiatedAt: T0 + i, partyBHash: hashParty(tenant.salt, rec.customerPhone), proxy: rec.proxyNumber,
