@@ -18,7 +18,7 @@ import { routeCall, type RouteChannel, type RouteDecision } from './route-decisi
 import { expire, isLive, step, type SessionMsg } from './session.js'
 import { TenantSlot } from './tenant-slot.js'
 import { Tombstones } from './tombstones.js'
-import { TIER_LIMITS, type E164, type SessionId, type SessionRecord, type TenantRouting } from './types.js'
+import { TIER_LIMITS, type E164, type SessionId, type SessionRecord, type TenantId, type TenantRouting } from './types.js'
 
 export interface EngineOptions {
   /** NUMBER_COOLDOWN_SECONDS × 1000 (spec 3.1). */
@@ -189,6 +189,20 @@ export class Engine {
 
   poolCounts(now: number): PoolCount[] {
     return this.#pool.counts(now)
+  }
+
+  /**
+   * The tenants with a live session on a number of the region, by id: those holding one of its
+   * numbers (a number is held by one tenant while it has live sessions). O(tenants): the pool
+   * alert's recipients, which a DISTINCT over every live session in Postgres took 0.4-0.9 s to
+   * find at a million sessions.
+   */
+  tenantsLiveIn(region: string): TenantId[] {
+    const pool = this.#pool.regions.get(region)
+    const ids: TenantId[] = []
+    if (pool === undefined) return ids
+    for (const slot of this.#tenants.values()) if (slot.rings.has(pool)) ids.push(slot.routing.id)
+    return ids.sort()
   }
 
   size(): number { return this.#sessions.size }

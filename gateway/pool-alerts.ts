@@ -23,7 +23,7 @@ export const POOL_CHECK_MS = 1_000
 
 export interface PoolAlerterDeps {
   db: Db
-  engine: Pick<Engine, 'poolCounts'>
+  engine: Pick<Engine, 'poolCounts' | 'tenantsLiveIn'>
   log: Logger
   now: () => number
   /** After commit: this node's stream clients, the other nodes, the webhook dispatcher. */
@@ -39,7 +39,8 @@ export async function startPoolAlerter(d: PoolAlerterDeps) {
   async function emit(c: PoolCrossing, at: number): Promise<void> {
     const state = c.to === 0 ? 'RECOVERED' : 'LOW'
     const counts = { region: c.region, threshold: c.threshold, total: c.total, available: c.available, inUse: c.inUse, cooldown: c.cooldown }
-    const envelopes = await recordPoolCrossing(d.db, c.region, c.to, tenants => tenants.map(tenantId => newEnvelope('pool.low', at, { tenantId, state, ...counts })))
+    const tenants = d.engine.tenantsLiveIn(c.region)
+    const envelopes = await recordPoolCrossing(d.db, c.region, c.to, tenants.map(tenantId => newEnvelope('pool.low', at, { tenantId, state, ...counts })))
     if (envelopes === null) return // another node announced it
     d.log.warn({ code: 'pool-low', state, alertLevel: c.to, ...counts, tenants: envelopes.length }, // `level` is pino's
       c.to === 0 ? 'proxy pool recovered' : 'proxy pool low')

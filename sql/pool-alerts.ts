@@ -13,11 +13,11 @@ export async function loadPoolAlertLevels(db: Db): Promise<Array<{ region: strin
 
 /**
  * Moves the region's level to `to` when that is a crossing the cluster has not recorded yet (a
- * deeper level, or back to 0 from a low one), and writes the envelopes `events(tenantIds)` builds
- * for the tenants with live sessions in the region, in the same transaction. Null: another node
- * recorded it first (or the cluster is already there): nothing to emit.
+ * deeper level, or back to 0 from a low one), and writes `envelopes` (one per tenant with live
+ * sessions in the region: the engine knows them, Engine.tenantsLiveIn) in the same transaction.
+ * Null: another node recorded it first (or the cluster is already there): nothing to emit.
  */
-export async function recordPoolCrossing(db: Db, region: string, to: number, events: (tenantIds: string[]) => EventEnvelope[]): Promise<EventEnvelope[] | null> {
+export async function recordPoolCrossing(db: Db, region: string, to: number, envelopes: EventEnvelope[]): Promise<EventEnvelope[] | null> {
   return transact(db, async tx => {
     const moved = to > 0
       ? await tx.maybeOneFirst(sql.unsafe`
@@ -27,10 +27,6 @@ export async function recordPoolCrossing(db: Db, region: string, to: number, eve
       : await tx.maybeOneFirst(sql.unsafe`
           UPDATE pool_alert_levels SET level = 0, changed_at = now() WHERE region = ${region} AND level > 0 RETURNING 1`)
     if (moved === null) return null
-    const tenants = (await tx.anyFirst(sql.unsafe`
-      SELECT DISTINCT s.tenant_id FROM sessions s JOIN proxy_numbers p ON p.number = s.proxy_number
-      WHERE p.region = ${region} AND s.state IN ('PENDING', 'ACTIVE', 'GRACE_PERIOD')`)) as readonly string[]
-    const envelopes = events([...tenants])
     await insertOutbox(tx, envelopes)
     return envelopes
   })

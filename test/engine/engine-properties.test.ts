@@ -1,10 +1,11 @@
 // Random sequences of create / end / swap / patch / advance+tick against the invariants of spec 3.1,
-// 8.2 and DECISIONS 4, checked after every step from the outside (get, route, poolCounts):
+// 8.2 and DECISIONS 4, checked after every step from the outside (get, route, poolCounts, tenantsLiveIn):
 // - no proxy carries two live sessions sharing a participant, nor sessions of two tenants;
 // - pool counts add up to the total and match the numbers in use and cooling down;
 // - no live session outlives its expiresAt past one tick;
 // - the quota count equals the live sessions of each tenant;
 // - every live participant routes to its own session, a swapped-away customer does not;
+// - the pool alert's recipients (tenantsLiveIn) are the tenants with a live session in the region;
 // - pool-exhausted only when no number fits; events never carry a party's number.
 import t from 'tap'
 import fc from 'fast-check'
@@ -158,6 +159,12 @@ function run(cmds: Cmd[]): void {
       const used = group.filter(n => inUse.has(n)).length
       const cooling = group.filter(n => !inUse.has(n) && (releasedAt.get(n) ?? -Infinity) + COOLDOWN > now).length
       if (c.inUse !== used || c.cooldown !== cooling || c.total !== group.length) fail(`pool counts ${JSON.stringify(c)} vs inUse ${used} cooldown ${cooling}`)
+    }
+    // The pool alert's recipients: the tenants with a live session on a number of the region.
+    for (const region of ['US', 'GB', 'FR']) {
+      const want = [...new Set(after.filter(s => POOL.some(p => p.number === s.proxyNumber && p.region === region)).map(s => s.tenantId))].sort()
+      const got = engine.tenantsLiveIn(region)
+      if (JSON.stringify(got) !== JSON.stringify(want)) fail(`tenantsLiveIn(${region}) ${JSON.stringify(got)} vs ${JSON.stringify(want)}`)
     }
   }
   const json = JSON.stringify(events)
