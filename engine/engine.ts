@@ -16,7 +16,7 @@ import { createdRecord, type CreateInput, type OkPlan, type Plan } from './plan.
 import { regionOf } from './region.js'
 import { routeCall, type RouteChannel, type RouteDecision } from './route-decision.js'
 import { expire, isLive, step, type SessionMsg } from './session.js'
-import { TenantSlot } from './tenant-slot.js'
+import { TenantSlot, tenantsHolding } from './tenant-slot.js'
 import { Tombstones } from './tombstones.js'
 import { TIER_LIMITS, type E164, type SessionId, type SessionRecord, type TenantId, type TenantRouting } from './types.js'
 
@@ -183,27 +183,12 @@ export class Engine {
     return slot === undefined ? undefined : newestByParty(slot, this.#index, party)
   }
 
-  liveCount(tenantId: string): number {
-    return this.#tenants.get(tenantId)?.live ?? 0
-  }
+  liveCount(tenantId: string): number { return this.#tenants.get(tenantId)?.live ?? 0 }
 
-  poolCounts(now: number): PoolCount[] {
-    return this.#pool.counts(now)
-  }
+  poolCounts(now: number): PoolCount[] { return this.#pool.counts(now) }
 
-  /**
-   * The tenants with a live session on a number of the region, by id: those holding one of its
-   * numbers (a number is held by one tenant while it has live sessions). O(tenants): the pool
-   * alert's recipients, which a DISTINCT over every live session in Postgres took 0.4-0.9 s to
-   * find at a million sessions.
-   */
-  tenantsLiveIn(region: string): TenantId[] {
-    const pool = this.#pool.regions.get(region)
-    const ids: TenantId[] = []
-    if (pool === undefined) return ids
-    for (const slot of this.#tenants.values()) if (slot.rings.has(pool)) ids.push(slot.routing.id)
-    return ids.sort()
-  }
+  /** The pool alert's recipients: the tenants with a live session in the region (tenantsHolding). */
+  tenantsLiveIn(region: string): TenantId[] { return tenantsHolding(this.#tenants.values(), this.#pool.regions.get(region)) }
 
   size(): number { return this.#sessions.size }
 
