@@ -118,18 +118,6 @@ export async function unloaded(ctx: Ctx, run: LoadedRun): Promise<LoadResult> {
   return r
 }
 
-/** Records a "≥ ratio" target from two figures already reported. */
-export function ratioTarget(ctx: Ctx, scenario: string, text: string, figure: string, min: number): void {
-  const v = ctx.results.get(figure)
-  ctx.results.target(scenario, text, v === undefined ? null : v >= min, v === undefined ? `${figure} not measured` : `${figure} = ${v.toFixed(2)}, needs ≥ ${min}`)
-}
-
-/** Records a "≤ max" target from a figure already reported. */
-export function maxTarget(ctx: Ctx, scenario: string, text: string, figure: string, max: number, unit = ''): void {
-  const v = ctx.results.get(figure)
-  ctx.results.target(scenario, text, v === undefined ? null : v <= max, v === undefined ? `${figure} not measured` : `${figure} = ${Math.round(v * 100) / 100}${unit}, needs ≤ ${max}${unit}`)
-}
-
 /** Distinct requests to pre-generate for a run of `seconds` at up to `rps`, within `cap`. */
 export function requestCount(seconds: number, rps: number, cap: number, min = 1_000): number {
   return Math.max(min, Math.min(cap, Math.ceil(seconds * rps)))
