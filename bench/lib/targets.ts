@@ -1,6 +1,6 @@
 // The issue's targets as the scenarios record them: "≥ ratio" and "≤ max" bars read from figures
-// already reported, and the same run's floor under an absolute bar (what that bar's work costs at
-// the least on this machine), named in the target's line.
+// already reported, and under an absolute bar the same run's reference for it (the same work done
+// by a baseline, or bounded by one), named in the target's line.
 import type { Results } from './results.js'
 
 /** What the target helpers read of a scenario's context (bench/scenarios/common.ts Ctx): the run's results. */
@@ -13,20 +13,22 @@ export function ratioTarget(run: Run, scenario: string, text: string, figure: st
 }
 
 /**
- * The least a bar's work costs on this machine, measured in the same run (the record ceiling's own
- * process, hello's p99, the loopback write floor): `figure` names it, `what` says what it is.
+ * What a baseline of the same run did of an absolute bar's work (the record ceiling's own process,
+ * hello at the same connections, the loopback write floor): `figure` names it, `what` says what it
+ * is. A reference, not a proof: a baseline's per-request CPU and its latencies move with its own
+ * rate and the machine's phase, and the service has beaten the ceiling's CPU per call in a run where
+ * the ceiling ran slower (bench/RESULTS.md, thirty-fifth session).
  */
-export interface Floor { figure: string; what: string }
+export interface Reference { figure: string; what: string }
 
 /**
- * A target detail's tail naming the same run's floor, and saying so where the floor alone misses the
- * bar (`misses`): then no change to the service can meet that bar in this run. Empty when the
- * floor was not measured. It never changes whether a target is met.
+ * A target detail's tail naming the same run's reference, and saying so where the reference itself
+ * misses the bar (`misses`). Empty when it was not measured. It never changes whether a target is met.
  */
-export function floorNote(run: Run, floor: Floor, misses: (value: number) => boolean, unit = ''): string {
-  const v = run.results.get(floor.figure)
+export function referenceNote(run: Run, ref: Reference, misses: (value: number) => boolean, unit = ''): string {
+  const v = run.results.get(ref.figure)
   if (v === undefined) return ''
-  return `; floor in this run: ${floor.what} ${Math.round(v * 100) / 100}${unit}${misses(v) ? ', itself out of the bar\'s reach' : ''}`
+  return `; in this run, ${ref.what}: ${Math.round(v * 100) / 100}${unit}${misses(v) ? ', which misses the bar too' : ''}`
 }
 
 /**
@@ -38,9 +40,9 @@ export function verifyLoopBound(verifiesPerS: number, ceilingUsPerCall: number):
   return 1 / (1 + verifiesPerS * ceilingUsPerCall / 1e6)
 }
 
-/** Records a "≤ max" target from a figure already reported, with the same run's floor when one is given. */
-export function maxTarget(run: Run, scenario: string, text: string, figure: string, max: number, unit = '', floor?: Floor): void {
+/** Records a "≤ max" target from a figure already reported, with the same run's reference when one is given. */
+export function maxTarget(run: Run, scenario: string, text: string, figure: string, max: number, unit = '', ref?: Reference): void {
   const v = run.results.get(figure)
-  const below = floor ? floorNote(run, floor, f => f > max, unit) : ''
+  const below = ref ? referenceNote(run, ref, f => f > max, unit) : ''
   run.results.target(scenario, text, v === undefined ? null : v <= max, v === undefined ? `${figure} not measured` : `${figure} = ${Math.round(v * 100) / 100}${unit}, needs ≤ ${max}${unit}${below}`)
 }

@@ -13,7 +13,7 @@ import { runChild } from '../lib/proc.js'
 import { sessionIdOf, tenantOfSession } from '../lib/population.js'
 import { freshNumber } from '../lib/requests.js'
 import { progress } from '../lib/results.js'
-import { floorNote } from '../lib/targets.js'
+import { referenceNote } from '../lib/targets.js'
 import type { Ctx } from './common.js'
 import type { Service } from './service.js'
 
@@ -95,7 +95,7 @@ export async function fanoutScenario(ctx: Ctx, svc: Service, tokens: readonly st
     j.expected > 0 ? j.delivered === j.expected : null, `${j.delivered} of ${j.expected} messages`)
   r.target('7. event fan-out (issue #13)', `swap → WebSocket frame p99 ≤ 5 ms at ${j.sockets} clients`,
     j.expected > 0 ? j.latencyMs.p99 <= 5 : null, `p99 ${j.latencyMs.p99.toFixed(1)} ms` +
-    floorNote(ctx, { figure: 'fanout.loopback_floor', what: `one thread writing a frame to each of ${j.sockets} sockets, read by the C reader,` }, f => f > 5_000, ' µs'))
+    referenceNote(ctx, { figure: 'fanout.loopback_floor', what: `the loopback floor (one thread writing a frame to each of ${j.sockets} sockets)` }, f => f > 5_000, ' µs'))
 }
 
 let whyNoReader = ''

@@ -38,7 +38,7 @@ export async function readScenario(ctx: Ctx, svc: Service, tokens: readonly stri
   r.ratio('rest.get_session.vs_hello', 'rest.get_session.rps', 'baseline.hello.rps')
   ratioTarget(ctx, '5. GET /v1/sessions/:id (issue #13)', 'throughput ≥ 40 % of uWS hello (answered from memory)', 'rest.get_session.vs_hello', 0.4)
   maxTarget(ctx, '5. GET /v1/sessions/:id (issue #13)', 'p99 ≤ 2 ms, 32 connections', 'rest.get_session.p99', 2_000, ' µs',
-    { figure: 'baseline.hello.p99', what: 'uWS hello at the same 32 connections, p99' })
+    { figure: 'baseline.hello.p99', what: 'uWS hello\'s p99 at the same 32 connections' })
 
   // Each key may exchange 10 times a minute (spec 8.4): the warm-up gets its own keys.
   const tok = join(ctx.work, `token-${svc.port}`)

@@ -6,7 +6,7 @@ import { sleep } from '../lib/proc.js'
 import { writeVoiceFile } from '../lib/requests.js'
 import { handlerLatency } from '../lib/service-log.js'
 import { progress } from '../lib/results.js'
-import { floorNote, maxTarget, ratioTarget, verifyLoopBound } from '../lib/targets.js'
+import { maxTarget, ratioTarget, referenceNote, verifyLoopBound } from '../lib/targets.js'
 import { loaded, requestCount, unloaded, type Ctx } from './common.js'
 import { preflight } from './preflight.js'
 import type { Service } from './service.js'
@@ -72,7 +72,7 @@ export async function voiceScenario(ctx: Ctx, svc: Service, mode: VoiceMode): Pr
     const v = r.get(`${name}.vs_verify_loop`)
     r.target('2. voice telnyx-ed25519', 'throughput ≥ 80 % of an Ed25519 verify-only loop on one core', v === undefined ? null : v >= 0.8,
       (v === undefined ? `${name}.vs_verify_loop not measured` : `${name}.vs_verify_loop = ${v.toFixed(2)}, needs ≥ 0.8`) +
-      floorNote(ctx, { figure: `${name}.vs_verify_loop.bound`, what: 'a verify plus the record ceiling\'s CPU per call allow at most' }, b => b < 0.8))
+      referenceNote(ctx, { figure: `${name}.vs_verify_loop.bound`, what: 'the most that one verify plus the record ceiling\'s CPU per call allow' }, b => b < 0.8))
     return
   }
   // Issue #12's bars (they replace issue #7's 0.6 of hello and 2x fastify, which the record
@@ -87,5 +87,5 @@ export async function voiceScenario(ctx: Ctx, svc: Service, mode: VoiceMode): Pr
     { figure: 'baseline.record_ceiling.cpu_per_req.postgres', what: 'Postgres under the record ceiling' })
   r.target(s, 'unloaded p50 ≤ hello p50 + 20 µs', over === undefined ? null : over <= 20,
     (over === undefined ? 'not measured' : `p50 ${r.get(`${name}.unloaded_p50`)} µs vs hello ${r.get('baseline.hello.unloaded_p50')} µs: ${over >= 0 ? '+' : ''}${over} µs${ctx.gen.kind === 'autocannon' ? ' (autocannon: millisecond resolution)' : ''}`) +
-    floorNote(ctx, { figure: 'baseline.record_ceiling.unloaded_p50_over_hello', what: 'the record ceiling, unloaded, over hello' }, f => f > 20, ' µs'))
+    referenceNote(ctx, { figure: 'baseline.record_ceiling.unloaded_p50_over_hello', what: 'the record ceiling\'s unloaded p50 over hello\'s' }, f => f > 20, ' µs'))
 }

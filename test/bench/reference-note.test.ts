@@ -1,20 +1,20 @@
-// The bench's floor notes: an absolute bar's target line names the least the same run measured for
-// that work on this machine, and says when that floor alone misses the bar. The note is reporting
-// only: whether a target is met is still the bar's alone.
+// The bench's reference notes: an absolute bar's target line names what a baseline of the same run
+// did of that work, and says when that reference itself misses the bar. The note is reporting only:
+// whether a target is met is still the bar's alone.
 import t, { type Test } from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Results } from '../../bench/lib/results.js'
-import { floorNote, maxTarget, verifyLoopBound, type Run } from '../../bench/lib/targets.js'
+import { maxTarget, referenceNote, verifyLoopBound, type Run } from '../../bench/lib/targets.js'
 
 function run(t: Test): Run {
-  const dir = mkdtempSync(join(tmpdir(), 'maskline-floor-'))
+  const dir = mkdtempSync(join(tmpdir(), 'maskline-reference-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   return { results: new Results(join(dir, 'run.jsonl'), {}) }
 }
 
-t.test('a floor past the bar says so, and the target stays decided by the bar', t => {
+t.test('a reference past the bar says so, and the target stays decided by the bar', t => {
   const ctx = run(t)
   ctx.results.figure('voice.none.cpu_per_req.service', 56.18, 'us')
   ctx.results.figure('baseline.record_ceiling.cpu_per_req.service', 32.9, 'us')
@@ -22,11 +22,11 @@ t.test('a floor past the bar says so, and the target stays decided by the bar', 
     { figure: 'baseline.record_ceiling.cpu_per_req.service', what: "the record ceiling's own process" })
   const [target] = ctx.results.targets
   t.equal(target?.met, false)
-  t.equal(target?.detail, "voice.none.cpu_per_req.service = 56.18 µs, needs ≤ 30 µs; floor in this run: the record ceiling's own process 32.9 µs, itself out of the bar's reach")
+  t.equal(target?.detail, "voice.none.cpu_per_req.service = 56.18 µs, needs ≤ 30 µs; in this run, the record ceiling's own process: 32.9 µs, which misses the bar too")
   t.end()
 })
 
-t.test('a floor within the bar is named without the verdict; a met target stays met', t => {
+t.test('a reference within the bar is named without the verdict; a met target stays met', t => {
   const ctx = run(t)
   ctx.results.figure('voice.none.cpu_per_req.postgres', 24, 'us')
   ctx.results.figure('baseline.record_ceiling.cpu_per_req.postgres', 21.5, 'us')
@@ -34,13 +34,13 @@ t.test('a floor within the bar is named without the verdict; a met target stays 
     { figure: 'baseline.record_ceiling.cpu_per_req.postgres', what: 'Postgres under the record ceiling' })
   const [target] = ctx.results.targets
   t.equal(target?.met, true)
-  t.match(target?.detail, /; floor in this run: Postgres under the record ceiling 21\.5 µs$/)
+  t.match(target?.detail, /; in this run, Postgres under the record ceiling: 21\.5 µs$/)
   t.end()
 })
 
-t.test('no floor measured: no note', t => {
+t.test('no reference measured: no note', t => {
   const ctx = run(t)
-  t.equal(floorNote(ctx, { figure: 'fanout.loopback_floor', what: 'x' }, f => f > 5_000, ' µs'), '')
+  t.equal(referenceNote(ctx, { figure: 'fanout.loopback_floor', what: 'x' }, f => f > 5_000, ' µs'), '')
   maxTarget(ctx, 's', 'p99 ≤ 2 ms', 'rest.get_session.p99', 2_000, ' µs', { figure: 'baseline.hello.p99', what: 'hello' })
   t.equal(ctx.results.targets[0]?.detail, 'rest.get_session.p99 not measured')
   t.end()
