@@ -6,10 +6,11 @@ import type { Results } from './results.js'
 /** What the target helpers read of a scenario's context (bench/scenarios/common.ts Ctx): the run's results. */
 export interface Run { results: Results }
 
-/** Records a "≥ ratio" target from two figures already reported. */
-export function ratioTarget(run: Run, scenario: string, text: string, figure: string, min: number): void {
+/** Records a "≥ ratio" target from a figure already reported, with the same run's reference when one is given. */
+export function ratioTarget(run: Run, scenario: string, text: string, figure: string, min: number, ref?: Reference): void {
   const v = run.results.get(figure)
-  run.results.target(scenario, text, v === undefined ? null : v >= min, v === undefined ? `${figure} not measured` : `${figure} = ${v.toFixed(2)}, needs ≥ ${min}`)
+  const below = ref ? referenceNote(run, ref, r => r < min) : ''
+  run.results.target(scenario, text, v === undefined ? null : v >= min, v === undefined ? `${figure} not measured` : `${figure} = ${v.toFixed(2)}, needs ≥ ${min}${below}`)
 }
 
 /**

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Results } from '../../bench/lib/results.js'
-import { maxTarget, referenceNote, verifyLoopBound, type Run } from '../../bench/lib/targets.js'
+import { maxTarget, ratioTarget, referenceNote, verifyLoopBound, type Run } from '../../bench/lib/targets.js'
 
 function run(t: Test): Run {
   const dir = mkdtempSync(join(tmpdir(), 'maskline-reference-'))
@@ -35,6 +35,18 @@ t.test('a reference within the bar is named without the verdict; a met target st
   const [target] = ctx.results.targets
   t.equal(target?.met, true)
   t.match(target?.detail, /; in this run, Postgres under the record ceiling: 21\.5 µs$/)
+  t.end()
+})
+
+t.test('a "≥" bar: a bound under it misses the bar too', t => {
+  const ctx = run(t)
+  ctx.results.figure('voice.ed25519.vs_verify_loop', 0.43, 'ratio')
+  ctx.results.figure('voice.ed25519.vs_verify_loop.bound', 0.71, 'ratio')
+  ratioTarget(ctx, 's', 'throughput ≥ 80 % of the verify loop', 'voice.ed25519.vs_verify_loop', 0.8,
+    { figure: 'voice.ed25519.vs_verify_loop.bound', what: 'the most that one verify plus the record ceiling\'s CPU per call allow' })
+  const [target] = ctx.results.targets
+  t.equal(target?.met, false)
+  t.equal(target?.detail, "voice.ed25519.vs_verify_loop = 0.43, needs ≥ 0.8; in this run, the most that one verify plus the record ceiling's CPU per call allow: 0.71, which misses the bar too")
   t.end()
 })
 
