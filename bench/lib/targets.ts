@@ -6,13 +6,6 @@ import type { Results } from './results.js'
 /** What the target helpers read of a scenario's context (bench/scenarios/common.ts Ctx): the run's results. */
 export interface Run { results: Results }
 
-/** Records a "≥ ratio" target from a figure already reported, with the same run's reference when one is given. */
-export function ratioTarget(run: Run, scenario: string, text: string, figure: string, min: number, ref?: Reference): void {
-  const v = run.results.get(figure)
-  const below = ref ? referenceNote(run, ref, r => r < min) : ''
-  run.results.target(scenario, text, v === undefined ? null : v >= min, v === undefined ? `${figure} not measured` : `${figure} = ${v.toFixed(2)}, needs ≥ ${min}${below}`)
-}
-
 /**
  * What a baseline of the same run did of an absolute bar's work (the record ceiling's own process,
  * hello at the same connections, the loopback write floor): `figure` names it, `what` says what it
@@ -32,6 +25,20 @@ export function referenceNote(run: Run, ref: Reference, misses: (value: number) 
   return `; in this run, ${ref.what}: ${Math.round(v * 100) / 100}${unit}${misses(v) ? ', which misses the bar too' : ''}`
 }
 
+/** Records a "≥ ratio" target from a figure already reported, with the same run's reference when one is given. */
+export function ratioTarget(run: Run, scenario: string, text: string, figure: string, min: number, ref?: Reference): void {
+  const v = run.results.get(figure)
+  const note = ref ? referenceNote(run, ref, r => r < min) : ''
+  run.results.target(scenario, text, v === undefined ? null : v >= min, v === undefined ? `${figure} not measured` : `${figure} = ${v.toFixed(2)}, needs ≥ ${min}${note}`)
+}
+
+/** Records a "≤ max" target from a figure already reported, with the same run's reference when one is given. */
+export function maxTarget(run: Run, scenario: string, text: string, figure: string, max: number, unit = '', ref?: Reference): void {
+  const v = run.results.get(figure)
+  const note = ref ? referenceNote(run, ref, f => f > max, unit) : ''
+  run.results.target(scenario, text, v === undefined ? null : v <= max, v === undefined ? `${figure} not measured` : `${figure} = ${Math.round(v * 100) / 100}${unit}, needs ≤ ${max}${unit}${note}`)
+}
+
 /**
  * The best share of the Ed25519 verify loop a verified, recorded call can reach: one verify plus the
  * record ceiling's own work per call on the one core, 1 / (1 + verifies per second × the ceiling's
@@ -39,11 +46,4 @@ export function referenceNote(run: Run, ref: Reference, misses: (value: number) 
  */
 export function verifyLoopBound(verifiesPerS: number, ceilingUsPerCall: number): number {
   return 1 / (1 + verifiesPerS * ceilingUsPerCall / 1e6)
-}
-
-/** Records a "≤ max" target from a figure already reported, with the same run's reference when one is given. */
-export function maxTarget(run: Run, scenario: string, text: string, figure: string, max: number, unit = '', ref?: Reference): void {
-  const v = run.results.get(figure)
-  const below = ref ? referenceNote(run, ref, f => f > max, unit) : ''
-  run.results.target(scenario, text, v === undefined ? null : v <= max, v === undefined ? `${figure} not measured` : `${figure} = ${Math.round(v * 100) / 100}${unit}, needs ≤ ${max}${unit}${below}`)
 }

@@ -8,16 +8,17 @@ import { join } from 'node:path'
 import { Results } from '../../bench/lib/results.js'
 import { maxTarget, ratioTarget, referenceNote, verifyLoopBound, type Run } from '../../bench/lib/targets.js'
 
-function run(t: Test): Run {
+/** A run whose results already hold `figures` (name → value). */
+function run(t: Test, figures: Record<string, number> = {}): Run {
   const dir = mkdtempSync(join(tmpdir(), 'maskline-reference-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return { results: new Results(join(dir, 'run.jsonl'), {}) }
+  const results = new Results(join(dir, 'run.jsonl'), {})
+  for (const [name, value] of Object.entries(figures)) results.figure(name, value, 'x')
+  return { results }
 }
 
 t.test('a reference past the bar says so, and the target stays decided by the bar', t => {
-  const ctx = run(t)
-  ctx.results.figure('voice.none.cpu_per_req.service', 56.18, 'us')
-  ctx.results.figure('baseline.record_ceiling.cpu_per_req.service', 32.9, 'us')
+  const ctx = run(t, { 'voice.none.cpu_per_req.service': 56.18, 'baseline.record_ceiling.cpu_per_req.service': 32.9 })
   maxTarget(ctx, 's', 'service CPU ≤ 30 µs', 'voice.none.cpu_per_req.service', 30, ' µs',
     { figure: 'baseline.record_ceiling.cpu_per_req.service', what: "the record ceiling's own process" })
   const [target] = ctx.results.targets
@@ -27,9 +28,7 @@ t.test('a reference past the bar says so, and the target stays decided by the ba
 })
 
 t.test('a reference within the bar is named without the verdict; a met target stays met', t => {
-  const ctx = run(t)
-  ctx.results.figure('voice.none.cpu_per_req.postgres', 24, 'us')
-  ctx.results.figure('baseline.record_ceiling.cpu_per_req.postgres', 21.5, 'us')
+  const ctx = run(t, { 'voice.none.cpu_per_req.postgres': 24, 'baseline.record_ceiling.cpu_per_req.postgres': 21.5 })
   maxTarget(ctx, 's', 'Postgres CPU ≤ 25 µs', 'voice.none.cpu_per_req.postgres', 25, ' µs',
     { figure: 'baseline.record_ceiling.cpu_per_req.postgres', what: 'Postgres under the record ceiling' })
   const [target] = ctx.results.targets
@@ -39,9 +38,7 @@ t.test('a reference within the bar is named without the verdict; a met target st
 })
 
 t.test('a "≥" bar: a bound under it misses the bar too', t => {
-  const ctx = run(t)
-  ctx.results.figure('voice.ed25519.vs_verify_loop', 0.43, 'ratio')
-  ctx.results.figure('voice.ed25519.vs_verify_loop.bound', 0.71, 'ratio')
+  const ctx = run(t, { 'voice.ed25519.vs_verify_loop': 0.43, 'voice.ed25519.vs_verify_loop.bound': 0.71 })
   ratioTarget(ctx, 's', 'throughput ≥ 80 % of the verify loop', 'voice.ed25519.vs_verify_loop', 0.8,
     { figure: 'voice.ed25519.vs_verify_loop.bound', what: 'the most that one verify plus the record ceiling\'s CPU per call allow' })
   const [target] = ctx.results.targets
