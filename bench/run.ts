@@ -26,6 +26,7 @@ import { createBenchDatabase, type BenchDatabase } from './lib/database.js'
 import { describeMachine, detectPinning, findLoadGenerator, gitRevision, pinLocalPostgres } from './lib/machine.js'
 import { loadPopulation, planPopulation, type Loaded } from './lib/population.js'
 import { updateResultsSection, writeLatest, type RunInfo } from './lib/report.js'
+import { readTargetRun, writeTargetRun } from './lib/target-history.js'
 import { profileIn, profileMarkdown, summarizeProfile, type ProfileWindow } from './lib/profile.js'
 import { progress, Results } from './lib/results.js'
 import { latencyChart } from './lib/svg-chart.js'
@@ -288,9 +289,15 @@ const jsonlName = `${stamp}.jsonl`
 // latest.md and the "## Bench suite" section of bench/RESULTS.md.
 const full = !opts.smoke && [...SCENARIO_IDS, ...BASELINE_IDS].every(has) && opts.sessions >= 1_000_000
 const report = opts.smoke ? 'smoke' : full ? 'latest' : 'partial'
-writeLatest(join(resultsDir, `${report}.md`), info, results, jsonlName)
+// Every report names the last full run's verdict where this run's differs (bench/lib/target-history.ts).
+const history = join(resultsDir, 'targets.json')
+const previous = readTargetRun(history)
+writeLatest(join(resultsDir, `${report}.md`), info, results, jsonlName, previous)
 writeFileSync(join(resultsDir, `${report}.svg`), latencyChart(results.latencies))
-if (full) updateResultsSection(join(ROOT, 'bench', 'RESULTS.md'), info, results)
+if (full) {
+  updateResultsSection(join(ROOT, 'bench', 'RESULTS.md'), info, results, previous)
+  writeTargetRun(history, { date: info.date, revision: info.revision, targets: results.targets })
+}
 rmSync(work, { recursive: true, force: true })
 progress(`wrote bench/results/${jsonlName}, bench/results/${report}.md${full ? ', bench/RESULTS.md (## Bench suite)' : ' (only a full run writes latest.md and bench/RESULTS.md)'} in ${Math.round(info.durationS)} s`)
 const met = results.targets.filter(t => t.met === true).length

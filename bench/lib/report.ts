@@ -5,6 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import type { Machine } from './machine.js'
 import { formatValue, type Results, type TargetResult } from './results.js'
 import { formatMicros, latencyChart } from './svg-chart.js'
+import { droppedTargets, previousVerdict, type TargetRun } from './target-history.js'
 
 export interface RunInfo {
   date: string
@@ -43,9 +44,10 @@ function header(info: RunInfo): string[] {
   ]
 }
 
-function targetLines(r: Results): string[] {
-  const sorted = [...r.targets].sort((a, b) => a.scenario.localeCompare(b.scenario, 'en', { numeric: true }))
-  return sorted.length ? sorted.map(t => `- ${mark(t)} — ${t.scenario}: ${t.text} (${t.detail})`) : ['- no target was measured in this run']
+/** This run's targets, each with the previous full run's verdict where it differed, then the previous run's targets not measured now. */
+function targetLines(r: Results, previous: TargetRun | null): string[] {
+  const sorted = [...r.targets, ...droppedTargets(r.targets, previous)].sort((a, b) => a.scenario.localeCompare(b.scenario, 'en', { numeric: true }))
+  return sorted.length ? sorted.map(t => `- ${mark(t)} — ${t.scenario}: ${t.text} (${t.detail}${previousVerdict(t, previous)})`) : ['- no target was measured in this run']
 }
 
 function figureTable(r: Results): string[] {
@@ -57,7 +59,7 @@ function latencyTable(r: Results): string[] {
     ...r.latencies.map(l => `| ${l.label} | ${formatMicros(l.p50)} | ${formatMicros(l.p90)} | ${formatMicros(l.p99)} | ${formatMicros(l.p999)} |`)]
 }
 
-export function writeLatest(path: string, info: RunInfo, r: Results, jsonlName: string): string {
+export function writeLatest(path: string, info: RunInfo, r: Results, jsonlName: string, previous: TargetRun | null = null): string {
   const svg = latencyChart(r.latencies)
   const lines = [
     `# maskline bench: ${info.date}`,
@@ -70,7 +72,7 @@ export function writeLatest(path: string, info: RunInfo, r: Results, jsonlName: 
     '',
     '## Targets',
     '',
-    ...targetLines(r),
+    ...targetLines(r, previous),
     '',
     '## Latency percentiles',
     '',
@@ -99,7 +101,7 @@ const BASELINES = 'Ratios are against baselines measured in the same run: uWS he
   '`pg` in 10 ms group commits; "Record ceiling" below).'
 
 /** Replaces (or appends) the "## Bench suite" section; every other section is left untouched. */
-export function updateResultsSection(path: string, info: RunInfo, r: Results): void {
+export function updateResultsSection(path: string, info: RunInfo, r: Results, previous: TargetRun | null = null): void {
   const body = [
     SECTION,
     '',
@@ -111,7 +113,7 @@ export function updateResultsSection(path: string, info: RunInfo, r: Results): v
     '',
     '### Targets',
     '',
-    ...targetLines(r),
+    ...targetLines(r, previous),
     '',
     '### Latency',
     '',

@@ -155,7 +155,7 @@ export async function baselineRecordCeiling(ctx: Ctx, db: BenchDatabase, voice: 
   const hello = r.get('baseline.hello.rps')
   if (ceiling !== undefined && hello !== undefined) {
     const share = ceiling / hello
-    r.target('0. record ceiling (issue #12)', 'the record ceiling reaches ≥ 25 % of uWS hello (if not, the voice bar is held to the ceiling)', share >= 0.25,
+    r.target('0. record ceiling', 'the record ceiling reaches ≥ 25 % of uWS hello (if not, the voice bar is held to the ceiling)', share >= 0.25,
       `${Math.round(ceiling).toLocaleString('en')} vs ${Math.round(hello).toLocaleString('en')} req/s = ${share.toFixed(2)}`)
     if (share < 0.25) r.note(`the record ceiling is below 0.25 of uWS hello (${share.toFixed(2)}): the voice throughput target is held to the ceiling (voice.*.vs_record_ceiling ≥ 0.7)`)
   }

@@ -36,9 +36,9 @@ export async function readScenario(ctx: Ctx, svc: Service, tokens: readonly stri
   await preflight(ctx, 'rest.get_session', svc.url, `${get}.req`, { status: 200, body: /"id"/ })
   await loaded(ctx, { name: 'rest.get_session', label: 'maskline GET /v1/sessions/:id', url: svc.url, file: `${get}.req`, warmFile: `${get}.req` })
   r.ratio('rest.get_session.vs_hello', 'rest.get_session.rps', 'baseline.hello.rps')
-  ratioTarget(ctx, '5. GET /v1/sessions/:id (issue #13)', 'throughput ≥ 40 % of uWS hello (answered from memory)', 'rest.get_session.vs_hello', 0.4)
-  maxTarget(ctx, '5. GET /v1/sessions/:id (issue #13)', 'p99 ≤ 2 ms, 32 connections', 'rest.get_session.p99', 2_000, ' µs',
-    { figure: 'baseline.hello.p99', what: 'uWS hello\'s p99 at the same 32 connections' })
+  ratioTarget(ctx, '5. GET /v1/sessions/:id', 'throughput ≥ 50 % of uWS hello (answered from memory)', 'rest.get_session.vs_hello', 0.5)
+  r.ratio('rest.get_session.p99_vs_hello', 'rest.get_session.p99', 'baseline.hello.p99')
+  maxTarget(ctx, '5. GET /v1/sessions/:id', 'p99 ≤ 1.5 × uWS hello\'s p99 at the same 32 connections', 'rest.get_session.p99_vs_hello', 1.5, '×')
 
   // Each key may exchange 10 times a minute (spec 8.4): the warm-up gets its own keys.
   const tok = join(ctx.work, `token-${svc.port}`)
@@ -48,7 +48,7 @@ export async function readScenario(ctx: Ctx, svc: Service, tokens: readonly stri
   await preflight(ctx, 'rest.token', svc.url, `${tok}.warm.req`, { status: 200, body: /accessToken/ })
   await loaded(ctx, { name: 'rest.token', label: 'maskline POST /v1/auth/token', url: svc.url, file: `${tok}.req`, warmFile: `${tok}.warm.req` })
   r.ratio('rest.token.vs_hello', 'rest.token.rps', 'baseline.hello.rps')
-  ratioTarget(ctx, '5. POST /v1/auth/token (issue #13)', 'throughput ≥ 10 % of uWS hello', 'rest.token.vs_hello', 0.1)
+  ratioTarget(ctx, '5. POST /v1/auth/token', 'throughput ≥ 20 % of uWS hello', 'rest.token.vs_hello', 0.2)
 }
 
 export async function createScenario(ctx: Ctx, svc: Service, tokens: readonly string[], dbKind: 'embedded' | 'postgres'): Promise<void> {
@@ -64,9 +64,8 @@ export async function createScenario(ctx: Ctx, svc: Service, tokens: readonly st
     repeats: 'the same two parties again: a new session on another proxy of the tenant' })
   r.ratio('rest.create_session.vs_insert_loop', 'rest.create_session.rps', 'baseline.insert_8conn.rate')
   const s = `4. POST /v1/sessions${dbKind === 'embedded' ? ' (embedded PGlite; the bar is set for real Postgres: set DATABASE_URL)' : ''}`
-  ratioTarget(ctx, s, 'throughput ≥ 40 % of a single-row INSERT loop with 8 connections (issue #13)', 'rest.create_session.vs_insert_loop', 0.4)
-  maxTarget(ctx, s, 'service CPU per create ≤ 300 µs (issue #13)', 'rest.create_session.cpu_per_req.service', 300, ' µs')
-  maxTarget(ctx, s, 'Postgres CPU per create ≤ 400 µs (issue #13)', 'rest.create_session.cpu_per_req.postgres', 400, ' µs')
+  // Per-create CPU (cpu_per_req.*) is reported, not judged: the bar is the ratio to the same run's INSERT loop.
+  ratioTarget(ctx, s, 'throughput ≥ 60 % of a single-row INSERT loop with 8 connections', 'rest.create_session.vs_insert_loop', 0.6)
   const p99 = r.get('rest.create_session.p99')
   // A closed loop of 32 connections at saturation measures the queue as much as the service
   // (Little's law: p50 ≈ 32 / throughput), so the latency bar is also read where the throughput
