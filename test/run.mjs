@@ -4,6 +4,7 @@
 // (Postgres on 127.0.0.1:5432, Redis on 6379) and once on the embedded default (PGlite,
 // in-process bus). Ends with the plain line `N passed, N failed`.
 import { spawn } from 'node:child_process'
+import { backendBound, testFiles } from './backend-files.mjs'
 
 const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -53,9 +54,8 @@ async function gate(name, cmd, args) {
   else { failed++; failures.push(name) }
 }
 
-async function suite(name, env, floor) {
+async function suite(name, env, floor, files = only) {
   console.log(`\n# suite: ${name}`)
-  const files = only.length ? only : []
   // A narrowed run covers a part of the code: the floors hold for the whole suite only.
   const coverage = only.length ? [] : ['--no-allow-incomplete-coverage', ...Object.entries(floor).map(([k, v]) => `--${k}=${v}`)]
   const { code, out } = await run('npx', ['tap', '--reporter=tap', ...coverage, ...files], env)
@@ -119,8 +119,13 @@ if (!only.length) {
   // Issue #7: CI proves the bench suite still runs (a short smoke; its figures are not judged).
   await gate('bench smoke (npm run bench -- --smoke)', 'npm', ['run', 'bench', '--silent', '--', '--smoke'])
 }
+// Every file runs on the real services; the embedded suite runs the files that depend on the
+// backend (test/backend-files.mjs): the others would run the very same code a second time.
+const bound = backendBound()
+const embeddedFiles = testFiles(only.length ? only : ['test']).filter(bound)
+console.log(`\n# ${embeddedFiles.length} test files depend on the backend and run on both; the others run once, on the real services`)
 await suite('real Postgres + Redis', { TEST_DATABASE_URL: pgUrl, TEST_REDIS_URL: redisUrl, MASKLINE_TEST_BACKEND: 'services' }, COVERAGE_FLOOR.services)
-await suite('embedded PGlite + in-process bus', { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', MASKLINE_TEST_BACKEND: 'embedded' }, COVERAGE_FLOOR.embedded)
+if (embeddedFiles.length) await suite('embedded PGlite + in-process bus', { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', MASKLINE_TEST_BACKEND: 'embedded' }, COVERAGE_FLOOR.embedded, embeddedFiles)
 
 if (details.length) console.log(`\n# failing assertions, with the start of their diagnostics\n${details.join('\n')}`)
 if (failures.length) console.log(`\n# failing: ${failures.join('; ')}`)
