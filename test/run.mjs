@@ -35,6 +35,8 @@ const MIN_STATEMENTS_COUNTED = 15_000
 let passed = 0
 let failed = 0
 const failures = []
+/** Tests skipped for a missing service or binary, listed at the end of the run. */
+const missingSkips = []
 /** The failing assertions with their diagnostics, repeated at the end (see failedAssertions). */
 const details = []
 
@@ -65,6 +67,12 @@ async function suite(name, env, floor, files = only) {
   const total = Number(m[1]); const pass = Number(m[2]); const skip = Number(m[4] ?? 0); const fail = Number(m[3] ?? total - pass - skip)
   passed += pass
   failed += fail
+  // A test skipped because a service or binary is missing here (test/support/missing.ts): listed,
+  // and a failure on CI, which installs everything, so a test never silently stops running there.
+  for (const m of out.matchAll(/^ *ok \d+ - (.*?) # SKIP (missing: .*)$/gm)) {
+    missingSkips.push(`${name}: ${m[1]} (${m[2]})`)
+    if (process.env.CI === 'true') { failed++; failures.push(`${name}: skipped on CI, ${m[2]}: ${m[1]}`) }
+  }
   // tap still prints its coverage errors on a narrowed run (no floors passed): they judge nothing there.
   const below = only.length ? [] : [...out.matchAll(/^# ERROR: incomplete (\w+) coverage \(([\d.]+)%\)/gm)].map(m => `${m[1]} ${m[2]}% < ${floor[m[1]]}%`)
   const counted = Number(/^Statements\s*: [\d.]+% \( \d+\/(\d+) \)/m.exec(out)?.[1] ?? 0)
@@ -127,6 +135,7 @@ console.log(`\n# ${embeddedFiles.length} test files depend on the backend and ru
 await suite('real Postgres + Redis', { TEST_DATABASE_URL: pgUrl, TEST_REDIS_URL: redisUrl, MASKLINE_TEST_BACKEND: 'services' }, COVERAGE_FLOOR.services)
 if (embeddedFiles.length) await suite('embedded PGlite + in-process bus', { TEST_DATABASE_URL: '', TEST_REDIS_URL: '', MASKLINE_TEST_BACKEND: 'embedded' }, COVERAGE_FLOOR.embedded, embeddedFiles)
 
+if (missingSkips.length) console.log(`\n# skipped for a missing service or binary (a failure when CI=true):\n${missingSkips.map(m => `#   ${m}`).join('\n')}`)
 if (details.length) console.log(`\n# failing assertions, with the start of their diagnostics\n${details.join('\n')}`)
 if (failures.length) console.log(`\n# failing: ${failures.join('; ')}`)
 console.log(`${passed} passed, ${failed} failed`)

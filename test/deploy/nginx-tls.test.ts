@@ -13,13 +13,14 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { TLSSocket } from 'node:tls'
 import { problems } from '../../api/problems.js'
 import type { EventEnvelope } from '../../api/vocabulary/event-envelope.js'
+import { missing } from '../support/missing.js'
 import { eventually, startTestService, type TestService } from '../support/service.js'
 import { createFrameParser, encodeFrame } from '../support/ws-client.js'
 import { findNginx, startNginx, type RunningNginx } from './nginx.js'
 import { startRecordingRelay, type UpstreamRequest } from './recording-relay.js'
 
 const NGINX = findNginx()
-const skip = NGINX ? false : 'no nginx binary (Debian: apt-get install nginx-light; .ci/run installs it)'
+const skip = NGINX ? false : missing('an nginx binary (Debian: apt-get install nginx-light; .ci/run installs it)')
 
 // Clients come from distinct loopback addresses (Linux routes all of 127/8 to lo); nginx itself
 // reaches the service from 127.0.0.1, which is what TRUSTED_PROXY names.

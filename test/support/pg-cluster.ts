@@ -41,10 +41,18 @@ export function pgBinDir(): string | null {
 }
 
 /** A throwaway cluster on a free port, owned by the postgres user; stopped and removed at teardown. */
+/** Why no private cluster can be started here (the skip reason), or null when one can. */
+export function privateClusterMissing(): string | null {
+  const me = userInfo().username
+  if (!pgBinDir()) return 'the Postgres binaries under /usr/lib/postgresql (Debian: apt-get install postgresql)'
+  if (me !== 'root' && me !== 'postgres') return 'a private Postgres cluster must be started as root or postgres'
+  return null
+}
+
 export async function privateCluster(tt: { teardown(fn: () => unknown): void }): Promise<PgServer | null> {
   const bin = pgBinDir()
   const me = userInfo().username
-  if (!bin || (me !== 'root' && me !== 'postgres')) return null
+  if (!bin || privateClusterMissing()) return null
   const asPg = (cmd: string, args: string[]) => (me === 'root' ? run('runuser', ['-u', 'postgres', '--', join(bin, cmd), ...args]) : run(join(bin, cmd), args))
   const dir = mkdtempSync(join(tmpdir(), 'maskline-pg-'))
   const pgdata = join(dir, 'data')
