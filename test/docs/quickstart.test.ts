@@ -16,7 +16,7 @@ const QUICKSTART_DOCS = ['README.md', 'docs/quickstart.md']
 const SECTION = '## Quickstart'
 /** The base URL the doc uses; replaced by the test service's. */
 const DOC_BASE = 'http://localhost:8080'
-const RUN_TIMEOUT_MS = 120_000
+const RUN_TIMEOUT_MS = 60_000
 const AGENT = '+12125550101'
 const CUSTOMER = '+12125550102'
 
@@ -49,22 +49,26 @@ function quickstart(): { doc: string; blocks: string[] } {
 const MARK = (i: number) => `@@@ end of block ${i} @@@`
 
 /** Runs the blocks in one bash (stderr into stdout); resolves with each block's output. */
-function runBlocks(blocks: string[], cwd: string): Promise<{ code: number | null; outputs: string[]; all: string }> {
+function runBlocks(blocks: string[], cwd: string): Promise<{ code: number | null; timedOut: boolean; outputs: string[]; all: string }> {
   const script = ['exec 2>&1', 'set -euo pipefail', ...blocks.flatMap((b, i) => [b, `printf '\\n%s\\n' '${MARK(i)}'`])].join('\n')
   // Only what a user's shell would have: tap's loader options must not reach the doc's `node`.
   const env = { PATH: process.env.PATH ?? '', HOME: cwd, LANG: 'C.UTF-8' }
   return new Promise((resolve, reject) => {
+    let timedOut = false
     // Its own process group, so a block left hanging (and the watcher it started) can be ended.
     const bash = spawn('bash', ['-c', script], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'inherit'] })
     let all = ''
     bash.stdout.setEncoding('utf8')
     bash.stdout.on('data', (d: string) => { all += d })
     const killGroup = () => { try { process.kill(-bash.pid!, 'SIGKILL') } catch { /* already gone */ } }
-    const timer = setTimeout(() => { killGroup(); reject(new Error(`the quickstart did not finish in ${RUN_TIMEOUT_MS} ms; output:\n${all.slice(-3_000)}`)) }, RUN_TIMEOUT_MS)
+    // A step that waits forever (the stream watcher, when an event never comes) is ended, and the
+    // steps' checks then say which one went wrong.
+    const timer = setTimeout(() => { timedOut = true; killGroup() }, RUN_TIMEOUT_MS)
     bash.on('error', reject)
+    // The watcher holds the pipe open after bash exits early: end it, then read to the end.
+    bash.on('exit', killGroup)
     bash.on('close', code => {
       clearTimeout(timer)
-      killGroup()
       const outputs: string[] = []
       let rest = all
       blocks.forEach((_, i) => {
@@ -72,7 +76,7 @@ function runBlocks(blocks: string[], cwd: string): Promise<{ code: number | null
         outputs.push(at < 0 ? rest : rest.slice(0, at))
         rest = at < 0 ? '' : rest.slice(at + MARK(i).length)
       })
-      resolve({ code, outputs, all })
+      resolve({ code, timedOut, outputs, all })
     })
   })
 }
@@ -92,7 +96,7 @@ const STEPS: Step[] = [
   { name: 'the key is traded for a token', block: /\/v1\/auth\/token/, check: (t, out) => t.match(out, /^token: eyJ[\w-]{21}…$/m) },
   { name: 'the stream is open', block: /\/v1\/stream/, check: (t, out) => t.match(out, /^stream: open$/m) },
   {
-    name: 'a session is created', block: /\/v1\/sessions -/,
+    name: 'a session is created', block: /agentPhone/,
     check: (t, out) => {
       t.match(out, /^HTTP 201$/m)
       t.match(lastJson(out), { state: 'ACTIVE', proxyNumber: /^\+1202555\d{4}$/ })
@@ -129,6 +133,7 @@ t.test('the quickstart runs as written', async t => {
   t.teardown(() => rmSync(cwd, { recursive: true, force: true }))
 
   const run = await runBlocks(blocks.map(b => b.replaceAll(DOC_BASE, svc.url)), cwd)
+  t.notOk(run.timedOut, `${doc} finished within ${RUN_TIMEOUT_MS} ms`)
   t.equal(run.code, 0, `every block of ${doc} ran (bash -euo pipefail)`)
   if (run.code !== 0) t.comment(`its output:\n${run.all.slice(-3_000)}`)
   for (const step of STEPS) {
