@@ -62,7 +62,9 @@ function definedTargets(root) {
 /** Mentions a person must word (paths into ../shared, the documents by name or "the spec" in prose). */
 const REVIEW = /\.\.\/shared|number-masking-spec|DECISIONS|STYLE\.md|\bthe spec\b|\bspec's\b/
 /** Citations of the tracker or of development sessions, which a reader of the code cannot follow. */
-const INTERNAL = /\bissues? #?\d+|\(#\d+\)|#\d+\b(?!['"])|\b(?:\d+(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth) session\b/i
+const ORDINAL = String.raw`(?:\d+(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth)`
+// A development session is cited as "(eighth session)" or "bench/RESULTS.md, twentieth session".
+const INTERNAL = new RegExp(String.raw`\bissues? #?\d+|(?<![\w&])#\d{1,3}\b|\b${ORDINAL} session\)|(?:\(|RESULTS\.md[^)]*)\b${ORDINAL} session\b`, 'i')
 
 function trackedTextFiles(root) {
   return execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
