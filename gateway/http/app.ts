@@ -38,7 +38,7 @@ export interface HttpAppOptions {
   verifyCallback?: (req: SignedRequest) => VerifyResult
   /** Counts every answer by route pattern and status class (gateway/metrics.ts). */
   metrics?: { observe(route: string | null, status: number, us: number): void }
-  /** 'failures': access lines only for answers ≥ 400, aborted and slow ones (README, "Access log"). */
+  /** 'failures': access lines only for answers ≥ 400, aborted and slow ones (docs/operations.md, "Access log"). */
   accessLog?: 'all' | 'failures'
 }
 

@@ -286,7 +286,7 @@ async function fuzzSetup(t: Test) {
   return { api, w, tokens, creds, tick, failuresLogged }
 }
 
-/** The 5xx answers the API documents: no proxy number left (spec 7), provisioning not offered (README). */
+/** The 5xx answers the API documents: no proxy number left (spec 7), provisioning not offered (docs/api.md). */
 function documented5xx(op: Op, status: number, text: string): boolean {
   return (status === 503 && text.includes('/errors/pool-exhausted')) || (status === 501 && op.path === '/v1/numbers/provision')
 }

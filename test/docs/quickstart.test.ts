@@ -11,8 +11,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { childData, startChild } from '../support/child-service.js'
 
-/** Where the quickstart is read: the first of these that has the section (README.md once it holds it). */
-const QUICKSTART_DOCS = ['README.md', 'docs/quickstart.md']
+/** Where the quickstart is read: the README's own section, which a new user follows. */
+const QUICKSTART_DOCS = ['README.md']
 const SECTION = '## Quickstart'
 /** The base URL the doc uses; replaced by the test service's. */
 const DOC_BASE = 'http://localhost:8080'

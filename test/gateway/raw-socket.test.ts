@@ -1,7 +1,7 @@
 // Issue 19: what a careless client or an attacker sends on a raw connection. Every request uWS
 // hands to us is answered on the connection it came on, and that connection stays usable; the
-// requests uWS itself drops are the limits listed in the README ("HTTP limits"), checked here so
-// the README stays true.
+// requests uWS itself drops are the limits listed in docs/http-limits.md, checked here so
+// the doc stays true.
 import { request as httpRequest, Agent } from 'node:http'
 import net from 'node:net'
 import t from 'tap'
@@ -159,8 +159,8 @@ t.test('methods uWS routes are answered at once: 405 with Allow, or 404', async 
   t.equal(unknownPath.responses[0]?.status, 404)
 })
 
-// The limits of uWS 20.30 (README "HTTP limits"): these never reach a handler, so nothing in
-// the service can answer them. Each is checked for what the README says, and for a server that
+// The limits of uWS 20.30 (docs/http-limits.md): these never reach a handler, so nothing in
+// the service can answer them. Each is checked for what the doc says, and for a server that
 // serves the next connection at once.
 t.test('requests uWS drops without an answer are the documented ones', async t => {
   const api = await startApi(t)
