@@ -9,13 +9,13 @@
 // where it may have missed some (onGap) and the node reconciles with Postgres (gateway/reconcile.ts).
 import type { Redis as RedisClient } from 'ioredis'
 import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import type { OptOutMessage } from './sms-opt-out.js'
 
 export type BusMessage =
   | { kind: 'session'; id: string; version: number }
   | { kind: 'tenant'; id: string }
   | { kind: 'event'; envelope: EventEnvelope }
-  /** Issue #16: a party (by its hash) opted out of, or back into, SMS from a tenant's proxy. */
-  | { kind: 'opt-out'; tenantId: string; proxy: string; partyHash: string; optedOut: boolean }
+  | OptOutMessage
 
 export interface Bus {
   readonly kind: 'redis' | 'in-process'

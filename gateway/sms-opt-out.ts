@@ -18,9 +18,9 @@ import {
   loadOptOuts, markOptOutConfirmed, optIn, optOut, optOutChangesSince, optOutWatermark, type OptOutKey,
 } from '../sql/sms-opt-outs.js'
 import type { Db } from '../sql/transaction.js'
-import type { BusMessage } from './bus.js'
 
-export type OptOutMessage = Extract<BusMessage, { kind: 'opt-out' }>
+/** Issue #16: a party (by its hash) opted out of, or back into, SMS from a tenant's proxy (a bus message). */
+export interface OptOutMessage { kind: 'opt-out'; tenantId: string; proxy: string; partyHash: string; optedOut: boolean }
 
 export interface OptOuts {
   readonly set: OptOutSet
@@ -35,7 +35,7 @@ export interface OptOuts {
   sweep(): Promise<number>
 }
 
-export async function loadOptOutSet(db: Db, publish: (msgs: BusMessage[]) => void): Promise<OptOuts> {
+export async function loadOptOutSet(db: Db, publish: (msgs: OptOutMessage[]) => void): Promise<OptOuts> {
   const set = new OptOutSet()
   let since = await optOutWatermark(db) // before the load: what commits during it is swept later
   for (const r of await loadOptOuts(db)) set.add(r.tenantId, r.proxy, r.partyHash)
