@@ -8,8 +8,8 @@
 // Messages of the outage are lost on the bus (Postgres keeps them): the bus reports every place
 // where it may have missed some (onGap) and the node reconciles with Postgres (gateway/reconcile.ts).
 import type { Redis as RedisClient } from 'ioredis'
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
-import type { OptOutMessage } from './sms-opt-out.js'
+import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'
+import type { OptOutMessage } from '../api/cpaas/sms/opt-out.js'
 
 export type BusMessage =
   | { kind: 'session'; id: string; version: number }

@@ -5,8 +5,8 @@
 // under way waits for it, at most `waitMs` (Postgres may be away: the event is not held hostage),
 // and a session's later events, this node's own included, queue behind it: per-session order holds.
 // Events of sessions with nothing under way, and events without a session, go out at once.
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
-import { orAfter } from './deadline.js'
+import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'
+import { orAfter } from '../api/app/deadline.js'
 
 export interface EventOrderDeps {
   /** Hands an event to this node's clients (the replayer or the stream). */

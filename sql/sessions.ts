@@ -6,8 +6,8 @@
 //
 // Times in SessionRecord are epoch ms; views (what the API returns) carry ISO 8601 strings.
 import { sql, type DatabasePool, type FragmentSqlToken, type QuerySqlToken, type SerializableValue } from 'slonik'
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
-import { uuidv7 } from '../api/vocabulary/ids.js'
+import type { EventEnvelope } from './vocabulary/event-envelope.js'
+import { uuidv7 } from './vocabulary/ids.js'
 import { ALL_CHANNELS, LIVE_STATES, type SessionRecord, type SessionState } from '../engine/types.js'
 import { ensurePeriod, monthStart, numberRentalKey } from './billing.js'
 import { callsJoin, lastCallAt } from './call-count.js'

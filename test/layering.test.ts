@@ -89,7 +89,7 @@ function sources(dir: string): string[] {
 
 t.test('the scanner catches what it is meant to catch', async t => {
   t.same(violations('sql/x.ts', `import { f } from '../api/route.js'`), ['sql imports api: ../api/route.js'])
-  t.same(violations('sql/x.ts', `import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'`), [])
+  t.same(violations('sql/x.ts', `import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'`), [])
   t.same(violations('sql/x.ts', `export { a as b } from '../api/auth/credentials.js'`), ['sql imports api: ../api/auth/credentials.js'])
   t.same(violations('sql/x.ts', `import { S } from '../gateway/service.js'`), ['sql imports gateway: ../gateway/service.js'])
   t.same(violations('api/routes/w.ts', `import { sign } from '../../gateway/webhooks/signing.js'`), ['api imports gateway: ../../gateway/webhooks/signing.js'])
@@ -97,7 +97,7 @@ t.test('the scanner catches what it is meant to catch', async t => {
   t.same(violations('api/vocabulary/x.ts', `import { ApiProblem } from '../route.js'`), ['vocabulary imports api: ../route.js'])
   t.same(violations('api/vocabulary/x.ts', `import { q } from '../../sql/db.js'`), ['vocabulary imports sql: ../../sql/db.js'])
   t.same(violations('api/vocabulary/x.ts', `import type { TenantId } from '../../engine/types.js'\nimport { uuidv7 } from './ids.js'`), [])
-  t.same(violations('engine/x.ts', `import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'`), ['engine imports vocabulary: ../api/vocabulary/event-envelope.js'])
+  t.same(violations('engine/x.ts', `import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'`), ['engine imports vocabulary: ../api/vocabulary/event-envelope.js'])
   t.same(violations('engine/x.ts', `import { q } from '../sql/db.js'`), ['engine imports sql: ../sql/db.js'])
   t.same(violations('gateway/x.ts', `import { h } from '../test/support/service.js'`), ['gateway imports test: ../test/support/service.js'])
   t.same(violations('api/x.ts', `import '../bench/lib/population.js'`), ['api imports bench: ../bench/lib/population.js'])

@@ -6,10 +6,10 @@
 // every call); the result is a standard HS256 JWT, the same bytes SignJWT produces, and
 // verification stays with jose (jwtVerify).
 import { createHash, type KeyObject } from 'node:crypto'
-import { createMac } from '../vocabulary/mac.js'
+import { createMac } from '../../sql/vocabulary/mac.js'
 import { jwtVerify, errors as joseErrors } from 'jose'
 import type { Tier } from '../../engine/types.js'
-import { uuidv7, UUID_RE } from '../vocabulary/ids.js'
+import { uuidv7, UUID_RE } from '../../sql/vocabulary/ids.js'
 import { ROLES, type Role } from '../route.js'
 import { MasklineError } from '../../engine/errors.js'
 

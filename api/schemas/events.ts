@@ -3,7 +3,7 @@
 // from an allow-list of `data` fields; test/gateway/openapi.test.ts checks every kind it builds
 // against this schema, so the two cannot drift apart.
 import { Type } from '@sinclair/typebox'
-import { EVENT_TYPES } from '../vocabulary/event-envelope.js'
+import { EVENT_TYPES } from '../../sql/vocabulary/event-envelope.js'
 import { StringEnum, Timestamp, Uuid } from './common.js'
 
 export const EventEnvelopeSchema = Type.Object({

@@ -3,7 +3,7 @@
 // millisecond in order (and carries into the next one past 4,095), random bits in rand_b; ids of a
 // process never go backwards, even when the clock does.
 import t from 'tap'
-import { UUID_RE, uuidv7 } from '../../api/vocabulary/ids.js'
+import { UUID_RE, uuidv7 } from '../../sql/vocabulary/ids.js'
 
 const T = 1_795_813_412_260
 const fields = (id: string) => {

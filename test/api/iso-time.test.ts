@@ -3,7 +3,7 @@
 // of the range, and for values it hands to Date (fractions, NaN, out of range: same text or the
 // same RangeError).
 import t from 'tap'
-import { isoTime } from '../../api/vocabulary/iso-time.js'
+import { isoTime } from '../../sql/vocabulary/iso-time.js'
 
 const same = (ms: number) => isoTime(ms) === new Date(ms).toISOString()
 

@@ -4,7 +4,7 @@
 // calls after a long message (the buffer it keeps must not leak bytes into a shorter one).
 import t from 'tap'
 import { createHash, createHmac, randomBytes } from 'node:crypto'
-import { createMac, sha256, type MacAlgorithm } from '../../api/vocabulary/mac.js'
+import { createMac, sha256, type MacAlgorithm } from '../../sql/vocabulary/mac.js'
 
 const ALGORITHMS: MacAlgorithm[] = ['sha1', 'sha256']
 const reference = (alg: MacAlgorithm, key: Uint8Array, parts: Array<string | Uint8Array>): Buffer => {

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'slonik'
 import { hashPassword } from '../../api/auth/passwords.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { startTestService } from '../support/service.js'
 import { startWebhookReceiver } from '../support/webhook-receiver.js'
 

@@ -11,17 +11,17 @@
 //   answer, like every record), and reported by sms.blocked. No usage: nothing was sent.
 // No number, hash or text is logged.
 import type { Logger } from 'pino'
-import type { RouteDecision } from '../engine/index.js'
+import type { RouteDecision } from '../../../engine/index.js'
 import {
   DEFAULT_SMS_HELP_TEXT, DEFAULT_SMS_OPT_OUT_TEXT, smsAction, smsKeyword, type SmsAction,
-} from '../engine/sms-opt-out.js'
-import { newEnvelope as event } from '../api/vocabulary/event-envelope.js'
-import { uuidv7 } from '../api/vocabulary/ids.js'
-import type { RecordWriter } from '../sql/records.js'
-import type { OptOutKey } from '../sql/sms-opt-outs.js'
-import { toProviderError, type SmsProvider } from './cpaas/provider.js'
-import type { OptOuts } from './sms-opt-out.js'
-import type { TenantDirectory } from './tenant-directory.js'
+} from '../../../engine/sms-opt-out.js'
+import { newEnvelope as event } from '../../../sql/vocabulary/event-envelope.js'
+import { uuidv7 } from '../../../sql/vocabulary/ids.js'
+import type { RecordWriter } from '../../../sql/records.js'
+import type { OptOutKey } from '../../../sql/sms-opt-outs.js'
+import { toProviderError, type SmsProvider } from '../provider.js'
+import type { OptOuts } from './opt-out.js'
+import type { TenantDirectory } from '../../app/tenant-directory.js'
 
 export type SmsOutcome = 'done' | 'retry'
 

@@ -13,11 +13,11 @@
 //   rows changed since a transaction-id watermark, as for sessions (docs/scaling.md). A STOP and
 //   a START of one party on two nodes within a bus round trip may cross; the next sweep (30 s,
 //   at once after a bus gap) reads the row as committed and settles it.
-import { OptOutSet } from '../engine/sms-opt-out.js'
+import { OptOutSet } from '../../../engine/sms-opt-out.js'
 import {
   loadOptOuts, markOptOutConfirmed, optIn, optOut, optOutChangesSince, optOutWatermark, type OptOutKey,
-} from '../sql/sms-opt-outs.js'
-import type { Db } from '../sql/transaction.js'
+} from '../../../sql/sms-opt-outs.js'
+import type { Db } from '../../../sql/transaction.js'
 
 /** Issue #16: a party (by its hash) opted out of, or back into, SMS from a tenant's proxy (a bus message). */
 export interface OptOutMessage { kind: 'opt-out'; tenantId: string; proxy: string; partyHash: string; optedOut: boolean }

@@ -10,8 +10,8 @@
 //
 // Results carry a reason code only: never the signature, the body or the secret.
 import { createHmac, createPublicKey, hash, timingSafeEqual, verify as cryptoVerify, type KeyObject } from 'node:crypto'
-import { createMac } from '../../api/vocabulary/mac.js'
-import { canonicalFormString, formPairs, type FormPair } from '../../api/cpaas/form.js'
+import { createMac } from '../../sql/vocabulary/mac.js'
+import { canonicalFormString, formPairs, type FormPair } from './form.js'
 
 export type SignatureMode = 'telnyx-ed25519' | 'hmac-sha1' | 'none'
 export type CpaasProviderKind = 'sandbox' | 'telnyx'

@@ -2,8 +2,8 @@
 // provider's signature on the raw body before the handler runs (DECISIONS 5). Not rate-limited per
 // tenant (they are not API calls). The handlers are a typed dependency (gateway/telephony.ts).
 import { Type } from '@sinclair/typebox'
-import { route, type ApiReply, type ApiRequest, type RouteDef } from '../route.js'
-import { EMPTY_RESPONSE } from '../cpaas/texml.js'
+import { route, type ApiReply, type ApiRequest, type RouteDef } from '../../route.js'
+import { EMPTY_RESPONSE } from '../telnyx/texml.js'
 
 export interface CallbackHandlers {
   voice(req: ApiRequest): ApiReply

@@ -17,12 +17,12 @@
 //   keeps routing from memory and catches up when they return.
 // Nothing here reads or logs a phone number; the bus carries ids and versions only.
 import type { Logger } from 'pino'
-import type { Engine, SessionExtras } from '../engine/index.js'
-import { LIVE_STATES, type SessionId, type SessionRecord } from '../engine/types.js'
-import type { Db } from '../sql/transaction.js'
-import { getLiveSessionState, getLiveSessionStates, type SessionCipher } from '../sql/session-load.js'
-import { sessionChangesSince } from '../sql/session-changes.js'
-import { StoreError } from '../sql/errors.js'
+import type { Engine, SessionExtras } from '../../engine/index.js'
+import { LIVE_STATES, type SessionId, type SessionRecord } from '../../engine/types.js'
+import type { Db } from '../../sql/transaction.js'
+import { getLiveSessionState, getLiveSessionStates, type SessionCipher } from '../../sql/session-load.js'
+import { sessionChangesSince } from '../../sql/session-changes.js'
+import { StoreError } from '../../sql/errors.js'
 import type { TenantDirectory } from './tenant-directory.js'
 
 export const SWEEP_MS = 30_000
