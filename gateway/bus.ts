@@ -6,7 +6,7 @@
 // Redis going away never blocks or fails the request path (issue 18): publish() only queues, both
 // connections reconnect by themselves, and errors are reported at most once a second per kind.
 // Messages of the outage are lost on the bus (Postgres keeps them): the bus reports every place
-// where it may have missed some (onGap) and the node reconciles with Postgres (gateway/reconcile.ts).
+// where it may have missed some (onGap) and the node reconciles with Postgres (api/app/reconcile.ts).
 import type { Redis as RedisClient } from 'ioredis'
 import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'
 import type { OptOutMessage } from '../api/cpaas/sms/opt-out.js'

@@ -1,4 +1,4 @@
-// Another node's change reaches this node as a bus message to reload its session (gateway/reconcile.ts)
+// Another node's change reaches this node as a bus message to reload its session (api/app/reconcile.ts)
 // followed by the change's events. Delivered at once, those events could reach this node's
 // WebSocket clients before this node routes by the change (a client told "target swapped" whose
 // next call, landing here, still rang the old customer). So an event of a session whose reload is

@@ -305,7 +305,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
         throw err
       }),
     }
-    // Issue #16: pool alerts, announced once cluster-wide (gateway/pool-alerts.ts says how).
+    // Issue #16: pool alerts, announced once cluster-wide (api/app/pool-alerts.ts says how).
     const poolAlerts = await startPoolAlerter({ db: db.pool, engine, log, now, announce: envs => fanOut(envs) })
     closers.unshift(() => poolAlerts.close())
 
@@ -387,7 +387,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     if (cfg.publicBaseUrl === null) services.config.publicBaseUrl = listenerUrl(cfg.host, port)
     // WebSocket clients get 1001 at once; requests in flight get SHUTDOWN_GRACE_SECONDS. Then one
     // turn of the event loop's check phase: a voice fetch answers first and queues its call record
-    // in a setImmediate (gateway/telephony.ts), so a stop that began in the turn of an answer
+    // in a setImmediate (api/cpaas/callbacks/telephony.ts), so a stop that began in the turn of an answer
     // (nothing in flight) would otherwise close the record writer (a later closer) before that
     // record reached it (test/durability/drain-last-call.test.ts).
     let httpClosing: Promise<void> | null = null

@@ -42,7 +42,7 @@ export interface ReconcilerDeps {
   sweepMs?: number
   /**
    * Other in-memory sets kept equal to Postgres the same way, swept after the sessions on every
-   * sweep (issue #16: the SMS opt-outs, gateway/sms-opt-out.ts). Each keeps its own watermark
+   * sweep (issue #16: the SMS opt-outs, api/cpaas/sms/opt-out.ts). Each keeps its own watermark
    * and throws when Postgres is away, which fails the sweep like a session read does.
    */
   alsoSweep?: ReadonlyArray<() => Promise<unknown>>

@@ -20,7 +20,7 @@ const macs = new WeakMap<Buffer, Mac>()
 
 /**
  * HKDF-derived, so the phone key itself never MACs anything; made once per phone key (a token
- * exchange then costs one HMAC, without a key import or an Hmac object: api/vocabulary/mac.ts).
+ * exchange then costs one HMAC, without a key import or an Hmac object: sql/vocabulary/mac.ts).
  */
 function secretMac(phoneKey: Buffer): Mac {
   let m = macs.get(phoneKey)

@@ -142,7 +142,7 @@ export function createSignatureVerifier(cfg: SignatureConfig): SignatureVerifier
 
   if (cfg.mode === 'hmac-sha1') {
     if (!cfg.hmacSecret) throw new Error('CPAAS_SIGNATURE=hmac-sha1 needs CPAAS_HMAC_SECRET')
-    // The key's pads computed once; no Hmac object per callback (api/vocabulary/mac.ts).
+    // The key's pads computed once; no Hmac object per callback (sql/vocabulary/mac.ts).
     const mac = createMac('sha1', Buffer.from(cfg.hmacSecret, 'utf8'))
     return {
       mode: 'hmac-sha1',

@@ -156,7 +156,7 @@ function append(s: Session, callId: string, callSid: string, direction: 'A_TO_B'
   b.hashes.push(s.partyBHash)
   const eventId = uuidv7(now)
   b.events.push(eventId)
-  // The envelope the service writes (api/vocabulary/event-envelope.ts newEnvelope), key for key.
+  // The envelope the service writes (sql/vocabulary/event-envelope.ts newEnvelope), key for key.
   b.envelopes.push(JSON.stringify({
     id: eventId, type: 'call.incoming', createdAt: new Date(now).toISOString(),
     data: { sessionId: s.id, tenantId: s.tenantId, proxyNumber: proxy, callId, direction, status: 'RINGING', durationSeconds: 0 },

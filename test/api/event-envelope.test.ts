@@ -1,4 +1,4 @@
-// api/vocabulary/event-envelope.ts: callEnvelope, the voice path's builder, gives the envelope
+// sql/vocabulary/event-envelope.ts: callEnvelope, the voice path's builder, gives the envelope
 // newEnvelope gives for the same call fields (same JSON text, key order included), and copies
 // only the fields DECISIONS 6 names for call events, whatever else its argument carries.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// api/vocabulary/mac.ts: the one-shot HMAC answers exactly what node:crypto's createHmac answers,
+// sql/vocabulary/mac.ts: the one-shot HMAC answers exactly what node:crypto's createHmac answers,
 // for both algorithms, every encoding, keys shorter than, equal to and longer than the block,
 // messages in several parts (strings as UTF-8, bytes), messages that outgrow its buffer, and
 // calls after a long message (the buffer it keeps must not leak bytes into a shorter one).

@@ -9,7 +9,7 @@
 //   the callback answers 503 and the provider retries (the message id keeps the retry from
 //   confirming twice).
 // - Other nodes learn of it from the bus (`{kind:'opt-out'}`, a party hash, never a number) at
-//   once, and from the reconciliation sweep (gateway/reconcile.ts) whatever the bus lost: the
+//   once, and from the reconciliation sweep (api/app/reconcile.ts) whatever the bus lost: the
 //   rows changed since a transaction-id watermark, as for sessions (docs/scaling.md). A STOP and
 //   a START of one party on two nodes within a bus round trip may cross; the next sweep (30 s,
 //   at once after a bus gap) reads the row as committed and settles it.
