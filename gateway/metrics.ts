@@ -82,7 +82,7 @@ export class RequestMetrics {
   }
 }
 
-/** What a callback handler decided (api/cpaas/callbacks/telephony.ts). */
+/** What a callback handler decided (api/cpaas/callbacks/context.ts OUTCOME). */
 export type CallbackOutcome = 'routed' | 'rejected' | 'expired_behaviour' | 'unknown_proxy'
 export type CallbackCounter = (channel: 'voice' | 'sms', outcome: CallbackOutcome) => void
 

@@ -52,7 +52,7 @@ import { createReplayer } from './replay.js'
 import { createEventOrder } from './event-order.js'
 import { sessionChangeWatermark } from '../sql/session-changes.js'
 import { TenantDirectory } from '../api/app/tenant-directory.js'
-import { createTelephony } from '../api/cpaas/callbacks/telephony.js'
+import { createCallbackHandlers } from '../api/cpaas/callbacks/handlers.js'
 import { loadOptOutSet } from '../api/cpaas/sms/opt-out.js'
 import { createSmsCompliance } from '../api/cpaas/sms/compliance.js'
 import { startPoolAlerter, type PoolAlerter } from '../api/app/pool-alerts.js'
@@ -322,7 +322,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       { now },
     )
     services.cpaasHealth = () => provider.health()
-    const telephony = createTelephony({
+    const callbacks = createCallbackHandlers({
       engine, tenants, hashParty, records, callCounter, provider, sandbox: cfg.provider === 'sandbox', log, now,
       publicBaseUrl: () => services.config.publicBaseUrl, countCallback: metrics.callback,
       smsCompliance: createSmsCompliance({ optOuts, tenants, hashParty, records, provider, log, now }),
@@ -360,7 +360,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
 
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
-      ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...cpaasRoutes(telephony),
+      ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...cpaasRoutes(callbacks),
       ...analyticsRoutes, ...billingRoutes,
     ]
     routes.push(...consoleRoutes(routes)) // the operator console's API: the same handlers for user tokens (#15)
@@ -387,7 +387,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     if (cfg.publicBaseUrl === null) services.config.publicBaseUrl = listenerUrl(cfg.host, port)
     // WebSocket clients get 1001 at once; requests in flight get SHUTDOWN_GRACE_SECONDS. Then one
     // turn of the event loop's check phase: a voice fetch answers first and queues its call record
-    // in a setImmediate (api/cpaas/callbacks/telephony.ts), so a stop that began in the turn of an answer
+    // in a setImmediate (api/cpaas/callbacks/voice.ts), so a stop that began in the turn of an answer
     // (nothing in flight) would otherwise close the record writer (a later closer) before that
     // record reached it (test/durability/drain-last-call.test.ts).
     let httpClosing: Promise<void> | null = null

@@ -1,5 +1,5 @@
 // The SMS keywords and opt-outs on the provider's SMS callback (issue #16, carrier rules for US
-// long codes). api/cpaas/callbacks/telephony.ts asks `action` what an inbound message does (from memory: the
+// long codes). api/cpaas/callbacks/sms.ts asks `action` what an inbound message does (from memory: the
 // routing decision, the opt-out set, at most two party hashes) and runs `run` for every outcome
 // but a plain forward, under the same once-per-message-id guard as a forward:
 // - STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT): the sender is opted out of the proxy, durably
@@ -68,7 +68,7 @@ export function createSmsCompliance(d: SmsComplianceDeps) {
       return 'sent'
     } catch (err) {
       const e = toProviderError(err)
-      // As a forward (api/cpaas/callbacks/telephony.ts): resending after a timeout could send it twice.
+      // As a forward (api/cpaas/callbacks/sms-forward.ts): resending after a timeout could send it twice.
       if (e.providerFault && !e.ambiguous) {
         d.log.warn({ code: e.code, what }, 'sms reply not handed over; provider asked to retry')
         return 'retry'
