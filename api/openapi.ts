@@ -5,7 +5,7 @@ import { problems, type ProblemSlug } from './problems.js'
 import type { RouteDef } from './route.js'
 import { ProblemDocument } from './schemas/common.js'
 import { EventEnvelopeSchema } from './schemas/events.js'
-import { EVENT_TYPES } from './vocabulary/event-envelope.js'
+import { EVENT_TYPES } from '../sql/vocabulary/event-envelope.js'
 
 type Json = Record<string, unknown>
 

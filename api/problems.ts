@@ -1,7 +1,7 @@
 // The one catalog of problem types (STYLE 4, spec 7). Slug, status and title live here and
 // nowhere else; the gateway renders them as RFC 7807 documents.
 import type { Rejection } from '../engine/rejections.js'
-import { uuidv7 } from './vocabulary/ids.js'
+import { uuidv7 } from '../sql/vocabulary/ids.js'
 
 export const problems = {
   // spec 7, in the order of its table

@@ -14,7 +14,7 @@
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
 import { cpus } from 'node:os'
 import uWS from 'uWebSockets.js'
-import { buildEnvelope } from '../api/vocabulary/event-envelope.js'
+import { buildEnvelope } from '../sql/vocabulary/event-envelope.js'
 import { registerStream } from '../gateway/stream/stream.js'
 import { connectWs, type WsClient } from '../test/support/ws-client.js'
 

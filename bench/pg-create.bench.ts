@@ -28,8 +28,8 @@
 // machine and is left out otherwise. Nothing else should run meanwhile.
 import { randomBytes } from 'node:crypto'
 import { sql, type DatabasePool } from 'slonik'
-import { newEnvelope } from '../api/vocabulary/event-envelope.js'
-import { uuidv7 } from '../api/vocabulary/ids.js'
+import { newEnvelope } from '../sql/vocabulary/event-envelope.js'
+import { uuidv7 } from '../sql/vocabulary/ids.js'
 import type { E164, SessionId, SessionRecord } from '../engine/types.js'
 import { migrate } from '../sql/migrate.js'
 import { directPool } from '../sql/direct.js'

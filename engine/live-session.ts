@@ -106,7 +106,7 @@ export class LiveSession implements LiveView {
    * Issue #16: the last call or SMS this node knows of (or the PATCH that set the timeout), in
    * whole seconds after createdAt, rounded up: a small integer, so no heap box at 1M sessions.
    * A lower bound: activity seen only by other nodes may be missing, and the store has the last
-   * word before an inactivity end is written (gateway/session-runner.ts).
+   * word before an inactivity end is written (api/app/session-runner.ts).
    */
   activeSec = 0
   /**

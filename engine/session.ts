@@ -66,7 +66,7 @@ export function expire(s: SessionRecord, now: number): { next: SessionRecord; ev
 }
 
 /** The session.expired of an expired record: Engine.tick hands out the records, and whoever
- * persists them announces this (gateway/session-runner.ts). */
+ * persists them announces this (api/app/session-runner.ts). */
 export function expiryEvent(rec: SessionRecord): EngineEvent {
   return eventOf('session.expired', rec.expiredAt ?? rec.expiresAt, rec)
 }

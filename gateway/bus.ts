@@ -6,16 +6,16 @@
 // Redis going away never blocks or fails the request path (issue 18): publish() only queues, both
 // connections reconnect by themselves, and errors are reported at most once a second per kind.
 // Messages of the outage are lost on the bus (Postgres keeps them): the bus reports every place
-// where it may have missed some (onGap) and the node reconciles with Postgres (gateway/reconcile.ts).
+// where it may have missed some (onGap) and the node reconciles with Postgres (api/app/reconcile.ts).
 import type { Redis as RedisClient } from 'ioredis'
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'
+import type { OptOutMessage } from '../api/cpaas/sms/opt-out.js'
 
 export type BusMessage =
   | { kind: 'session'; id: string; version: number }
   | { kind: 'tenant'; id: string }
   | { kind: 'event'; envelope: EventEnvelope }
-  /** Issue #16: a party (by its hash) opted out of, or back into, SMS from a tenant's proxy. */
-  | { kind: 'opt-out'; tenantId: string; proxy: string; partyHash: string; optedOut: boolean }
+  | OptOutMessage
 
 export interface Bus {
   readonly kind: 'redis' | 'in-process'

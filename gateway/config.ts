@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'n
 import { join, resolve } from 'node:path'
 import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { validateSignatureConfig } from './cpaas/signature.js'
+import { validateSignatureConfig } from '../api/cpaas/signature.js'
 import { canonicalIp } from './http/client-ip.js'
 import { MasklineError } from '../engine/errors.js'
 

@@ -1,12 +1,12 @@
-// Another node's change reaches this node as a bus message to reload its session (gateway/reconcile.ts)
+// Another node's change reaches this node as a bus message to reload its session (api/app/reconcile.ts)
 // followed by the change's events. Delivered at once, those events could reach this node's
 // WebSocket clients before this node routes by the change (a client told "target swapped" whose
 // next call, landing here, still rang the old customer). So an event of a session whose reload is
 // under way waits for it, at most `waitMs` (Postgres may be away: the event is not held hostage),
 // and a session's later events, this node's own included, queue behind it: per-session order holds.
 // Events of sessions with nothing under way, and events without a session, go out at once.
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
-import { orAfter } from './deadline.js'
+import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'
+import { orAfter } from '../api/app/deadline.js'
 
 export interface EventOrderDeps {
   /** Hands an event to this node's clients (the replayer or the stream). */

@@ -82,7 +82,7 @@ export class RequestMetrics {
   }
 }
 
-/** What a callback handler decided (gateway/telephony.ts). */
+/** What a callback handler decided (api/cpaas/callbacks/context.ts OUTCOME). */
 export type CallbackOutcome = 'routed' | 'rejected' | 'expired_behaviour' | 'unknown_proxy'
 export type CallbackCounter = (channel: 'voice' | 'sms', outcome: CallbackOutcome) => void
 
@@ -170,7 +170,7 @@ export function createServiceMetrics(o: { routes?: Iterable<string>; defaults?: 
     }
   })
   // Issue #16: the free share (available / total: neither in use nor cooling down) and the alert
-  // level each region is at (gateway/pool-alerts.ts); labels are region names, never a number.
+  // level each region is at (api/app/pool-alerts.ts); labels are region names, never a number.
   gauge('maskline_pool_free_ratio', 'Free share of the proxy numbers of a region (available / total), 0 to 1', ['region'], g => {
     g.reset()
     for (const r of regionCounts(sources.poolCounts?.() ?? [])) if (r.total > 0) g.labels(r.region).set(r.available / r.total)

@@ -27,7 +27,7 @@
 //   that fails (Postgres away) is retried RETRY_MS later, a few times, then given up (logged).
 // Nothing here logs an envelope: ids and counts only.
 import type { Logger } from 'pino'
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'
 import { Recent } from '../engine/recent.js'
 import { floorId, outboxEventsAfter } from '../sql/outbox.js'
 import type { Db } from '../sql/transaction.js'

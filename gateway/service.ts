@@ -10,8 +10,8 @@ import type { Logger } from 'pino'
 import { Engine, Mailboxes, type TenantRouting } from '../engine/index.js'
 import type { E164 } from '../engine/types.js'
 import type { Services } from '../api/services.js'
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
-import { uuidv7 } from '../api/vocabulary/ids.js'
+import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'
+import { uuidv7 } from '../sql/vocabulary/ids.js'
 import { createLogger } from '../api/log.js'
 import { createAuthenticator } from '../api/auth/authenticate.js'
 import { createRedisRateLimiter } from '../api/rate-limit/redis.js'
@@ -20,7 +20,7 @@ import { analyticsRoutes } from '../api/routes/analytics.js'
 import { authRoutes } from '../api/routes/auth.js'
 import { billingRoutes } from '../api/routes/billing.js'
 import { configRoutes } from '../api/routes/config.js'
-import { cpaasRoutes } from '../api/routes/cpaas.js'
+import { cpaasRoutes } from '../api/cpaas/callbacks/routes.js'
 import { deviceRoutes } from '../api/routes/devices.js'
 import { healthRoutes, readinessRoute, type HealthChecks, type Readiness } from '../api/routes/health.js'
 import { numberRoutes } from '../api/routes/numbers.js'
@@ -41,26 +41,26 @@ import { purgeOldRecords } from '../sql/retention.js'
 import { recordNumberRentals } from '../sql/billing.js'
 import { createSecretCipher } from '../sql/webhooks.js'
 import { listenerUrl, type Config } from './config.js'
-import { orAfter } from './deadline.js'
+import { orAfter } from '../api/app/deadline.js'
 import { busStreamName, createBus, type Bus, type BusMessage } from './bus.js'
 import { collectGarbage } from './heap.js'
 import { createHttpApp } from './http/index.js'
-import { createCallCounter } from './call-counter.js'
-import { createSessionRunner } from './session-runner.js'
-import { createReconciler } from './reconcile.js'
+import { createCallCounter } from '../api/app/call-counter.js'
+import { createSessionRunner } from '../api/app/session-runner.js'
+import { createReconciler } from '../api/app/reconcile.js'
 import { createReplayer } from './replay.js'
 import { createEventOrder } from './event-order.js'
 import { sessionChangeWatermark } from '../sql/session-changes.js'
-import { TenantDirectory } from './tenant-directory.js'
-import { createTelephony } from './telephony.js'
-import { loadOptOutSet } from './sms-opt-out.js'
-import { createSmsCompliance } from './sms-compliance.js'
-import { startPoolAlerter, type PoolAlerter } from './pool-alerts.js'
+import { TenantDirectory } from '../api/app/tenant-directory.js'
+import { createCallbackHandlers } from '../api/cpaas/callbacks/handlers.js'
+import { loadOptOutSet } from '../api/cpaas/sms/opt-out.js'
+import { createSmsCompliance } from '../api/cpaas/sms/compliance.js'
+import { startPoolAlerter, type PoolAlerter } from '../api/app/pool-alerts.js'
 import { recordPoolRefusal } from '../sql/pool-alerts.js'
 import { ApiProblem } from '../api/route.js'
-import { createSignatureVerifier } from './cpaas/signature.js'
-import { FailoverProvider } from './cpaas/failover.js'
-import { SandboxProvider } from './cpaas/sandbox-provider.js'
+import { createSignatureVerifier } from '../api/cpaas/signature.js'
+import { FailoverProvider } from '../api/cpaas/failover.js'
+import { SandboxProvider } from '../api/cpaas/sandbox-provider.js'
 import { createDispatcher } from './webhooks/dispatcher.js'
 import { registerStream, type Stream } from './stream/stream.js'
 import { streamTokenVerifier } from './stream/auth.js'
@@ -305,13 +305,13 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
         throw err
       }),
     }
-    // Issue #16: pool alerts, announced once cluster-wide (gateway/pool-alerts.ts says how).
+    // Issue #16: pool alerts, announced once cluster-wide (api/app/pool-alerts.ts says how).
     const poolAlerts = await startPoolAlerter({ db: db.pool, engine, log, now, announce: envs => fanOut(envs) })
     closers.unshift(() => poolAlerts.close())
 
     // The telnyx SDK is loaded only when it is the provider: importing it costs ~0.5 s of every
     // boot (bench/RESULTS.md, thirty-first session).
-    const { TelnyxProvider } = cfg.provider === 'telnyx' ? await import('./cpaas/telnyx-provider.js') : { TelnyxProvider: null }
+    const { TelnyxProvider } = cfg.provider === 'telnyx' ? await import('../api/cpaas/telnyx/provider.js') : { TelnyxProvider: null }
     const provider = new FailoverProvider(
       TelnyxProvider
         ? new TelnyxProvider({ name: 'telnyx', apiKey: cfg.telnyx.apiKey!, ...(cfg.telnyx.baseUrl ? { baseURL: cfg.telnyx.baseUrl } : {}), ...(cfg.telnyx.messagingProfileId ? { messagingProfileId: cfg.telnyx.messagingProfileId } : {}) })
@@ -322,7 +322,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       { now },
     )
     services.cpaasHealth = () => provider.health()
-    const telephony = createTelephony({
+    const callbacks = createCallbackHandlers({
       engine, tenants, hashParty, records, callCounter, provider, sandbox: cfg.provider === 'sandbox', log, now,
       publicBaseUrl: () => services.config.publicBaseUrl, countCallback: metrics.callback,
       smsCompliance: createSmsCompliance({ optOuts, tenants, hashParty, records, provider, log, now }),
@@ -360,7 +360,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
 
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
-      ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...cpaasRoutes(telephony),
+      ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...cpaasRoutes(callbacks),
       ...analyticsRoutes, ...billingRoutes,
     ]
     routes.push(...consoleRoutes(routes)) // the operator console's API: the same handlers for user tokens (#15)
@@ -387,7 +387,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     if (cfg.publicBaseUrl === null) services.config.publicBaseUrl = listenerUrl(cfg.host, port)
     // WebSocket clients get 1001 at once; requests in flight get SHUTDOWN_GRACE_SECONDS. Then one
     // turn of the event loop's check phase: a voice fetch answers first and queues its call record
-    // in a setImmediate (gateway/telephony.ts), so a stop that began in the turn of an answer
+    // in a setImmediate (api/cpaas/callbacks/voice.ts), so a stop that began in the turn of an answer
     // (nothing in flight) would otherwise close the record writer (a later closer) before that
     // record reached it (test/durability/drain-last-call.test.ts).
     let httpClosing: Promise<void> | null = null

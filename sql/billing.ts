@@ -4,7 +4,7 @@
 // give a dedupe key (e.g. `call_minute:<callId>`) to anything that can be reported again.
 import { sql, type SerializableValue } from 'slonik'
 import type { Queries } from './direct.js'
-import { uuidv7 } from '../api/vocabulary/ids.js'
+import { uuidv7 } from './vocabulary/ids.js'
 import { isUuid } from './cursor.js'
 import { guard } from './errors.js'
 import { iso, isoOrNull, jsonb, transact, ts, type Db } from './transaction.js'

@@ -2,7 +2,7 @@
 // (call_records_session (session_id, id) finds them) plus the calls whose records the retention
 // purge deleted (sessions.purged_calls / purged_last_call_at). No statement on the voice path
 // touches the session's row any more. Live sessions are counted in memory
-// (gateway/call-counter.ts); these serve boot, reloads, ended sessions, lists and the
+// (api/app/call-counter.ts); these serve boot, reloads, ended sessions, lists and the
 // inactivity check.
 import { sql, type FragmentSqlToken } from 'slonik'
 

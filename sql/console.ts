@@ -57,7 +57,7 @@ export interface SessionTimeline {
   truncated: boolean
 }
 
-/** The audit action updateSession writes with a swap (gateway/session-runner.ts): the event's name. */
+/** The audit action updateSession writes with a swap (api/app/session-runner.ts): the event's name. */
 const SWAP_ACTION = 'session.target_swapped'
 /**
  * Session times are the node's clock, audit_log.created_at is Postgres's now(): the swap window is

@@ -22,7 +22,7 @@
 import {
   createCipheriv, createDecipheriv, createSecretKey, hkdfSync, randomFillSync, type Cipher, type KeyObject,
 } from 'node:crypto'
-import { createMac } from '../api/vocabulary/mac.js'
+import { createMac } from './vocabulary/mac.js'
 
 const IV_BYTES = 12
 const TAG_BYTES = 16

@@ -2,7 +2,7 @@
 // timestamp: a time-ordered cursor is the last row's timestamp AND id, `<ISO>_<uuid>`, compared
 // as a row value `(ts, id) < (cursor.ts, cursor.id)`. The spec calls it a timestamp cursor, so a
 // bare ISO 8601 timestamp is accepted too (rows strictly before it).
-import { UUID_RE } from '../api/vocabulary/ids.js'
+import { UUID_RE } from './vocabulary/ids.js'
 
 export interface TimeCursor {
   ms: number

@@ -4,7 +4,7 @@
 // no-op.
 import { sql, type FragmentSqlToken } from 'slonik'
 import type { Queries } from './direct.js'
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import type { EventEnvelope } from './vocabulary/event-envelope.js'
 import { jsonb, type Db } from './transaction.js'
 import { guard } from './errors.js'
 

@@ -1,7 +1,7 @@
 // Pool alerts and refused creates (issue #16 item 5, migration 009). Both are rare: a level
 // changes a few times a day at most, a refusal answers 503 anyway; neither is on a hot path.
 import { sql } from 'slonik'
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import type { EventEnvelope } from './vocabulary/event-envelope.js'
 import { guard } from './errors.js'
 import { insertOutbox } from './outbox.js'
 import { iso, transact, type Db } from './transaction.js'

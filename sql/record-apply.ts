@@ -9,7 +9,7 @@
 // Postgres only for a call this node has not seen. What an operation causes (outbox events,
 // usage; DECISIONS 6) is written in the same transaction, and only when it took effect.
 import { sql } from 'slonik'
-import { callEnvelope, type EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import { callEnvelope, type EventEnvelope } from './vocabulary/event-envelope.js'
 import { applyCallStatus, billableMinutes } from '../engine/call-status.js'
 import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
 import { finishUsage, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'

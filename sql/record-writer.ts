@@ -20,7 +20,7 @@
 //   an apply or in `announce` is caught, reported, and the next batch goes on.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { DatabasePool } from 'slonik'
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import type { EventEnvelope } from './vocabulary/event-envelope.js'
 import { Recent } from '../engine/recent.js'
 import type { SmsStatus } from '../engine/types.js'
 import { errorCode, guard, toStoreError } from './errors.js'

@@ -1,5 +1,5 @@
 // What changed in `sessions` since a watermark (issue 17, migration 006): the reconciliation
-// sweep of gateway/reconcile.ts compares these (id, version, state) with the engine's memory and
+// sweep of api/app/reconcile.ts compares these (id, version, state) with the engine's memory and
 // reloads only what differs. The watermark is a transaction id (xid8, as text): every transaction
 // below it had finished when the read that returned it ran, so the next read from it misses
 // nothing committed since, whatever the commit order (see 006_session_changes.sql).

@@ -1,6 +1,6 @@
 // SMS opt-outs (issue #16, migration 007): by tenant, proxy and party hash, never a number. The
 // SMS path reads them from memory (engine/sms-opt-out.ts OptOutSet); this is what fills it (boot,
-// reconciliation) and the direct, durable writes of STOP and START (gateway/sms-opt-out.ts).
+// reconciliation) and the direct, durable writes of STOP and START (api/cpaas/sms/opt-out.ts).
 import { sql } from 'slonik'
 import { guard } from './errors.js'
 import type { Db } from './transaction.js'

@@ -7,7 +7,7 @@ import type { ConsentPrompt, ExpiredCallBehavior, Tier } from '../engine/types.j
 export type TenantStatus = 'ACTIVE' | 'SUSPENDED'
 export type UserRole = 'OWNER' | 'ADMIN' | 'OPERATOR'
 
-/** What the tenant directory keeps of a tenant (gateway/tenant-directory.ts): state, defaults, routing. */
+/** What the tenant directory keeps of a tenant (api/app/tenant-directory.ts): state, defaults, routing. */
 export interface TenantState {
   id: string
   tier: Tier

@@ -6,7 +6,7 @@
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik'
 import { guard, withRetry } from './errors.js'
 import { MasklineError } from '../engine/errors.js'
-import { isoTime } from '../api/vocabulary/iso-time.js'
+import { isoTime } from './vocabulary/iso-time.js'
 
 /** A pool, or a connection the caller already holds (possibly inside its own transaction). */
 export type Db = DatabasePool | CommonQueryMethods

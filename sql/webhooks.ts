@@ -3,7 +3,7 @@
 // ISO strings formatted by Postgres, so the result does not depend on the pool's type parsers.
 import { hkdfSync } from 'node:crypto'
 import { sql, type CommonQueryMethods } from 'slonik'
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import type { EventEnvelope } from './vocabulary/event-envelope.js'
 import { createPhoneCipher, type PhoneCipher } from './crypto.js'
 import { decodeTimeCursor, encodeTimeCursor } from './cursor.js'
 

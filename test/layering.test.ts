@@ -1,18 +1,19 @@
-// Issue 14: the layering, enforced. Fails when a source file imports against the allowed graph:
+// The layering, enforced: a plain order, lowest first. A source file imports its own layer and the
+// layers below it, never one above (test/engine/purity.test.ts adds for the engine: no clock,
+// timer, randomness, network, nor any package outside its allowlist):
 //
-//   engine            imports nothing of ours outside engine/ (test/engine/purity.test.ts adds:
-//                     no clock, timer, randomness, network, nor any package outside its allowlist)
-//   api/vocabulary    the shared vocabulary (ids, the event envelope type and builder): a leaf that
-//                     every layer may import; it imports nothing of ours but engine/ and itself
-//   sql               the Postgres store: engine/, api/vocabulary/ and sql/ only — never the rest of
-//                     api/ nor gateway/
-//   api               handlers, schemas, auth, webhook URL checks and signing (api/webhooks/, which
-//                     the gateway's dispatcher also uses): engine/, sql/ and api/ — never gateway/
-//   gateway           the edge and composition root (uWS, Redis bus, Telnyx client, dispatcher,
-//                     main): may import every layer above; nothing imports it
-//   console           the operator console's browser sources (issue 15): its own files and npm
-//                     packages only; it reaches the service over HTTP, never by import, and the
-//                     gateway serves its built files without importing them
+//   engine           the pure routing engine
+//   sql/vocabulary   the shared vocabulary (ids, ISO time, MACs, the event envelope type and
+//                    builder): what the store writes and every layer above reads
+//   sql              the Postgres store
+//   api              the application: use cases (api/app), HTTP routes, schemas, auth, the provider
+//                    concern (api/cpaas: callback handlers, dialects, clients, SMS compliance),
+//                    webhook URL checks and signing
+//   gateway          the process edge and composition root (uWS, Redis bus, stream, webhook
+//                    dispatcher, config, main): nothing imports it
+//   console          the operator console's browser sources: its own files and npm packages only;
+//                    it reaches the service over HTTP, never by import, and the gateway serves its
+//                    built files without importing them
 //
 // So dependencies point one way, toward the pure engine: adapters at the edge depend on it, never
 // the reverse. No production file imports test/ or bench/; test/ and bench/ may import anything.
@@ -23,23 +24,21 @@ import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('../', import.meta.url))
 
-type Layer = 'engine' | 'vocabulary' | 'sql' | 'api' | 'gateway' | 'console' | 'test' | 'bench'
+/** The service's layers, lowest first: each may import itself and what precedes it. */
+const ORDER = ['engine', 'sql/vocabulary', 'sql', 'api', 'gateway'] as const
+/** Folders outside the order: the console imports only itself; test/ and bench/ anything. */
+const APART = ['console', 'test', 'bench'] as const
+type Layer = typeof ORDER[number] | typeof APART[number]
 
-const ALLOWED: Record<'engine' | 'vocabulary' | 'sql' | 'api' | 'gateway' | 'console', readonly Layer[]> = {
-  engine: ['engine'],
-  vocabulary: ['vocabulary', 'engine'],
-  sql: ['sql', 'vocabulary', 'engine'],
-  api: ['api', 'vocabulary', 'sql', 'engine'],
-  gateway: ['gateway', 'api', 'vocabulary', 'sql', 'engine'],
-  console: ['console'],
+function allowed(from: Layer, to: Layer): boolean {
+  if (from === 'console') return to === 'console'
+  const rank = (l: Layer) => (ORDER as readonly Layer[]).indexOf(l)
+  return rank(from) >= 0 && rank(to) >= 0 && rank(to) <= rank(from)
 }
 
-/** The layer of a repository-relative path (posix separators), or undefined outside the source tree. */
+/** The layer of a repository-relative path (posix separators): its longest folder prefix in the order. */
 function layerOf(path: string): Layer | undefined {
-  const [top, second] = path.split('/')
-  if (top === 'api' && second === 'vocabulary') return 'vocabulary'
-  if (top === 'engine' || top === 'sql' || top === 'api' || top === 'gateway' || top === 'console' || top === 'test' || top === 'bench') return top
-  return undefined
+  return [...ORDER, ...APART].filter(l => path.startsWith(`${l}/`)).sort((a, b) => b.length - a.length)[0]
 }
 
 /** Source without comments, so a comment may name what the code must not import. */
@@ -71,7 +70,7 @@ function violations(file: string, src: string): string[] {
     if (!spec.startsWith('.')) continue // a package or a node: builtin
     const target = relative(root, resolve(root, dirname(file), spec)).split(sep).join('/')
     const to = target.startsWith('..') ? undefined : layerOf(target)
-    if (to === undefined || !ALLOWED[from].includes(to)) out.push(`${from} imports ${to ?? 'outside the source tree'}: ${spec}`)
+    if (to === undefined || !allowed(from, to)) out.push(`${from} imports ${to ?? 'outside the source tree'}: ${spec}`)
   }
   return out
 }
@@ -89,15 +88,17 @@ function sources(dir: string): string[] {
 
 t.test('the scanner catches what it is meant to catch', async t => {
   t.same(violations('sql/x.ts', `import { f } from '../api/route.js'`), ['sql imports api: ../api/route.js'])
-  t.same(violations('sql/x.ts', `import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'`), [])
+  t.same(violations('sql/x.ts', `import type { EventEnvelope } from './vocabulary/event-envelope.js'`), [])
+  t.same(violations('sql/x.ts', `import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'`), ['sql imports api: ../api/vocabulary/event-envelope.js'])
   t.same(violations('sql/x.ts', `export { a as b } from '../api/auth/credentials.js'`), ['sql imports api: ../api/auth/credentials.js'])
   t.same(violations('sql/x.ts', `import { S } from '../gateway/service.js'`), ['sql imports gateway: ../gateway/service.js'])
   t.same(violations('api/routes/w.ts', `import { sign } from '../../gateway/webhooks/signing.js'`), ['api imports gateway: ../../gateway/webhooks/signing.js'])
   t.same(violations('api/routes/w.ts', `import { sign } from '../webhooks/signing.js'\nimport { q } from '../../sql/webhooks.js'`), [])
-  t.same(violations('api/vocabulary/x.ts', `import { ApiProblem } from '../route.js'`), ['vocabulary imports api: ../route.js'])
-  t.same(violations('api/vocabulary/x.ts', `import { q } from '../../sql/db.js'`), ['vocabulary imports sql: ../../sql/db.js'])
-  t.same(violations('api/vocabulary/x.ts', `import type { TenantId } from '../../engine/types.js'\nimport { uuidv7 } from './ids.js'`), [])
-  t.same(violations('engine/x.ts', `import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'`), ['engine imports vocabulary: ../api/vocabulary/event-envelope.js'])
+  t.same(violations('sql/vocabulary/x.ts', `import { ApiProblem } from '../../api/route.js'`), ['sql/vocabulary imports api: ../../api/route.js'])
+  t.same(violations('sql/vocabulary/x.ts', `import { q } from '../db.js'`), ['sql/vocabulary imports sql: ../db.js'])
+  t.same(violations('sql/vocabulary/x.ts', `import type { TenantId } from '../../engine/types.js'\nimport { uuidv7 } from './ids.js'`), [])
+  t.same(violations('engine/x.ts', `import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'`), ['engine imports sql/vocabulary: ../sql/vocabulary/event-envelope.js'])
+  t.same(violations('api/cpaas/callbacks/x.ts', `import { bus } from '../../../gateway/bus.js'`), ['api imports gateway: ../../../gateway/bus.js'])
   t.same(violations('engine/x.ts', `import { q } from '../sql/db.js'`), ['engine imports sql: ../sql/db.js'])
   t.same(violations('gateway/x.ts', `import { h } from '../test/support/service.js'`), ['gateway imports test: ../test/support/service.js'])
   t.same(violations('api/x.ts', `import '../bench/lib/population.js'`), ['api imports bench: ../bench/lib/population.js'])
@@ -115,7 +116,7 @@ t.test('the scanner catches what it is meant to catch', async t => {
 t.test('every source file imports along the layering', async t => {
   const files = ['engine', 'sql', 'api', 'gateway', 'console/src'].flatMap(sources)
   t.ok(files.length >= 100, `${files.length} source files found`)
-  t.ok(files.some(f => f.startsWith('api/vocabulary/')), 'the vocabulary found')
+  t.ok(files.some(f => f.startsWith('sql/vocabulary/')), 'the vocabulary found')
   t.ok(files.some(f => f.startsWith('console/src/')), 'the console found')
   for (const f of files) {
     const found = violations(f, readFileSync(join(root, f), 'utf8'))

@@ -10,7 +10,7 @@
 // signs every token lives in the same heap.)
 //
 // Tenant status and tier, and the API credentials of a token exchange, come from the tenant
-// directory (gateway/tenant-directory.ts): in memory, kept current on every node
+// directory (api/app/tenant-directory.ts): in memory, kept current on every node
 // (a suspension or a key rotation applies at once here and, through the bus, on the other nodes),
 // so neither a request nor a token exchange asks Postgres unless the tenant or key is new here.
 import { createSecretKey } from 'node:crypto'
@@ -31,7 +31,7 @@ export interface TenantMeta { id: string; status: TenantStatus; tier: Tier; salt
 /** A live API credential: the tenant of an apiKey hash and the MAC of its secret (api/auth/credentials.ts). */
 export interface CredentialEntry { id: string; tenantId: string; secretMac: Buffer }
 
-/** The tenant directory as the authenticator reads it (gateway/tenant-directory.ts implements it). */
+/** The tenant directory as the authenticator reads it (api/app/tenant-directory.ts implements it). */
 export interface AuthDirectory {
   /** Synchronous: the tenant when it is in memory and current; undefined otherwise (then tenant()). */
   peekTenant(id: string): TenantMeta | undefined
@@ -70,7 +70,7 @@ export interface Authenticator {
 export interface AuthenticatorOptions {
   jwtSecret: Uint8Array
   now(): number
-  /** The tenant directory (gateway/tenant-directory.ts; tests: test/support/auth-directory.ts). */
+  /** The tenant directory (api/app/tenant-directory.ts; tests: test/support/auth-directory.ts). */
   directory: AuthDirectory
   /** Server key of the API-secret MACs (DECISIONS 3); required for exchange(). */
   phoneKey?: Buffer

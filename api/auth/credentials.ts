@@ -2,7 +2,7 @@
 // lookup key); apiSecret `rs_` + 64 hex, stored as HMAC-SHA256 under a server key derived from
 // PHONE_KEY (256 random bits need no slow hash, and a database copy alone cannot test guesses).
 import { hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
-import { createMac, sha256, type Mac } from '../vocabulary/mac.js'
+import { createMac, sha256, type Mac } from '../../sql/vocabulary/mac.js'
 
 export function newApiKey(): string {
   return `rk_live_${randomBytes(24).toString('hex')}`
@@ -20,7 +20,7 @@ const macs = new WeakMap<Buffer, Mac>()
 
 /**
  * HKDF-derived, so the phone key itself never MACs anything; made once per phone key (a token
- * exchange then costs one HMAC, without a key import or an Hmac object: api/vocabulary/mac.ts).
+ * exchange then costs one HMAC, without a key import or an Hmac object: sql/vocabulary/mac.ts).
  */
 function secretMac(phoneKey: Buffer): Mac {
   let m = macs.get(phoneKey)

@@ -1,15 +1,15 @@
 // Access tokens (DECISIONS 3): HS256 pinned, header typ JWT, iss maskline, aud per token type,
 // a `typ` claim that must agree with the audience, and a kid naming the key.
 //
-// Signing is an HMAC with the key's pads computed once (api/vocabulary/mac.ts) over a header
+// Signing is an HMAC with the key's pads computed once (sql/vocabulary/mac.ts) over a header
 // encoded once per key (issue 13: jose's SignJWT imported the key and re-encoded the header on
 // every call); the result is a standard HS256 JWT, the same bytes SignJWT produces, and
 // verification stays with jose (jwtVerify).
 import { createHash, type KeyObject } from 'node:crypto'
-import { createMac } from '../vocabulary/mac.js'
+import { createMac } from '../../sql/vocabulary/mac.js'
 import { jwtVerify, errors as joseErrors } from 'jose'
 import type { Tier } from '../../engine/types.js'
-import { uuidv7, UUID_RE } from '../vocabulary/ids.js'
+import { uuidv7, UUID_RE } from '../../sql/vocabulary/ids.js'
 import { ROLES, type Role } from '../route.js'
 import { MasklineError } from '../../engine/errors.js'
 

@@ -1,7 +1,7 @@
 // Spec 4.1: token exchange, signup, dashboard login, key rotation (DECISIONS 3).
 import { randomBytes } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
-import { uuidv7 } from '../vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { route, ApiProblem, type ApiRequest, type RouteDef } from '../route.js'
 import { Email, Tier, UserView, Uuid, StringEnum } from '../schemas/common.js'
 import { rateLimitHeaders, LOGIN_LIMIT_PER_IP, TOKEN_LIMIT_PER_KEY, WINDOW_MS } from '../rate-limit/limiter.js'

@@ -3,8 +3,8 @@
 import { Type } from '@sinclair/typebox'
 import { route, ApiProblem, type ApiRequest, type RouteDef } from '../route.js'
 import { Envelope, Nullable, PageQuery, StringEnum, Timestamp } from '../schemas/common.js'
-import { buildEnvelope, SUBSCRIBABLE_EVENTS, type EventEnvelope } from '../vocabulary/event-envelope.js'
-import { uuidv7 } from '../vocabulary/ids.js'
+import { buildEnvelope, SUBSCRIBABLE_EVENTS, type EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import type { Services } from '../services.js'
 import {
   createSecretCipher, getWebhookConfig, listDeliveries, putWebhookConfig, recentDeliveries,

@@ -1,9 +1,9 @@
 // DECISIONS 6: the event envelope as a schema, for the OpenAPI document (the WebSocket stream's
-// messages and the webhook bodies). The envelope itself is built in api/vocabulary/event-envelope.ts
+// messages and the webhook bodies). The envelope itself is built in sql/vocabulary/event-envelope.ts
 // from an allow-list of `data` fields; test/gateway/openapi.test.ts checks every kind it builds
 // against this schema, so the two cannot drift apart.
 import { Type } from '@sinclair/typebox'
-import { EVENT_TYPES } from '../vocabulary/event-envelope.js'
+import { EVENT_TYPES } from '../../sql/vocabulary/event-envelope.js'
 import { StringEnum, Timestamp, Uuid } from './common.js'
 
 export const EventEnvelopeSchema = Type.Object({

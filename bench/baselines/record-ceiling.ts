@@ -25,8 +25,8 @@ import { join } from 'node:path'
 import pg from 'pg'
 import uWS from 'uWebSockets.js'
 import { parseForm } from '../../api/cpaas/form.js'
-import { connectTexml, EMPTY_RESPONSE, TEXML_CONTENT_TYPE } from '../../api/cpaas/texml.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { connectTexml, EMPTY_RESPONSE, TEXML_CONTENT_TYPE } from '../../api/cpaas/telnyx/texml.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { createPartyHasher } from '../../sql/crypto.js'
 import { agentOf, customerOf, proxyOf, sessionIdOf, tenantIdOf, tenantOfSession, type Population } from '../lib/population.js'
 
@@ -156,7 +156,7 @@ function append(s: Session, callId: string, callSid: string, direction: 'A_TO_B'
   b.hashes.push(s.partyBHash)
   const eventId = uuidv7(now)
   b.events.push(eventId)
-  // The envelope the service writes (api/vocabulary/event-envelope.ts newEnvelope), key for key.
+  // The envelope the service writes (sql/vocabulary/event-envelope.ts newEnvelope), key for key.
   b.envelopes.push(JSON.stringify({
     id: eventId, type: 'call.incoming', createdAt: new Date(now).toISOString(),
     data: { sessionId: s.id, tenantId: s.tenantId, proxyNumber: proxy, callId, direction, status: 'RINGING', durationSeconds: 0 },

@@ -14,7 +14,7 @@ import { ApiProblem, JsonText, type ApiReply, type ApiRequest, type AuthContext,
 import type { Services } from '../../api/services.js'
 import { hasUnicodeEscape, isUtf8, uncleanTextAt, UNCLEAN_TEXT_DETAIL } from '../../api/text-guard.js'
 import { formFromPairs, formPairs, type FormPair } from '../../api/cpaas/form.js'
-import type { SignedRequest, VerifyResult } from '../cpaas/signature.js'
+import type { SignedRequest, VerifyResult } from '../../api/cpaas/signature.js'
 import { BodyAborted, DRAIN_LIMIT, jsonNestsDeeper, MAX_JSON_DEPTH, readBody } from './body.js'
 import { capture, type Captured } from './capture.js'
 import { clientIpResolver, type ClientIpResolver } from './client-ip.js'

@@ -6,8 +6,8 @@
 // they never hold memory or slow the others.
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from 'uWebSockets.js'
 import type { Logger } from 'pino'
-import type { EventEnvelope, EventType } from '../../api/vocabulary/event-envelope.js'
-import { EVENT_TYPES } from '../../api/vocabulary/event-envelope.js'
+import type { EventEnvelope, EventType } from '../../sql/vocabulary/event-envelope.js'
+import { EVENT_TYPES } from '../../sql/vocabulary/event-envelope.js'
 import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
 import { statusLine } from '../http/respond.js'
 import { extractToken, type StreamPrincipal } from './auth.js'

@@ -4,7 +4,7 @@
 // event is redelivered by whoever claims it next.
 import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import {
   claimDue, getWebhookConfig, insertDelivery, markDone, markRetry, type OutboxEvent, type SecretCipher,
 } from '../../sql/webhooks.js'

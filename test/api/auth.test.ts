@@ -4,7 +4,7 @@ import { decodeJwt, decodeProtectedHeader } from 'jose'
 import { sql } from 'slonik'
 import { problems } from '../../api/problems.js'
 import { hashPassword } from '../../api/auth/passwords.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { BASE_URL, startApi, problem, type Api } from '../gateway/harness.js'
 
 const API_KEY_RE = /^rk_live_[0-9a-f]{48}$/

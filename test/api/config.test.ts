@@ -4,7 +4,7 @@ import { sql } from 'slonik'
 import type { TenantRouting } from '../../engine/types.js'
 import { problems } from '../../api/problems.js'
 import { hashPassword } from '../../api/auth/passwords.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { startApi, problem, type Api } from '../gateway/harness.js'
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/

@@ -10,7 +10,7 @@ import t from 'tap'
 import { Writable } from 'node:stream'
 import { sql } from 'slonik'
 import { createLogger } from '../../api/log.js'
-import { SandboxProvider } from '../../gateway/cpaas/sandbox-provider.js'
+import { SandboxProvider } from '../../api/cpaas/sandbox-provider.js'
 import { eventually, startTestService } from '../support/service.js'
 
 t.test('an inbound SMS through the sandbox service is forwarded and recorded DELIVERED', async t => {

@@ -1,8 +1,8 @@
-// api/vocabulary/event-envelope.ts: callEnvelope, the voice path's builder, gives the envelope
+// sql/vocabulary/event-envelope.ts: callEnvelope, the voice path's builder, gives the envelope
 // newEnvelope gives for the same call fields (same JSON text, key order included), and copies
 // only the fields DECISIONS 6 names for call events, whatever else its argument carries.
 import t from 'tap'
-import { buildEnvelope, callEnvelope, type CallEventData } from '../../api/vocabulary/event-envelope.js'
+import { buildEnvelope, callEnvelope, type CallEventData } from '../../sql/vocabulary/event-envelope.js'
 
 const data: CallEventData = {
   sessionId: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', tenantId: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c',

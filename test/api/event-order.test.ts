@@ -2,7 +2,7 @@
 // behind the provider's answer (group commit), so a session command that follows the call (here a
 // target swap) must not commit its event before the call's: the dispatcher delivers a session's
 // pending events by id and could otherwise already have sent the later one. The session runner
-// commits what the record writer holds before it commits a command (gateway/session-runner.ts,
+// commits what the record writer holds before it commits a command (api/app/session-runner.ts,
 // flushRecords). The test holds the call's write back with a lock on call_records.
 import t from 'tap'
 import { sql } from 'slonik'

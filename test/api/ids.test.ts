@@ -1,9 +1,9 @@
-// api/vocabulary/ids.ts: every id is a UUIDv7 (DECISIONS 2, RFC 9562) whose first 48 bits are the
+// sql/vocabulary/ids.ts: every id is a UUIDv7 (DECISIONS 2, RFC 9562) whose first 48 bits are the
 // millisecond it was minted for, version 7, variant 10, a counter in rand_a that keeps ids of one
 // millisecond in order (and carries into the next one past 4,095), random bits in rand_b; ids of a
 // process never go backwards, even when the clock does.
 import t from 'tap'
-import { UUID_RE, uuidv7 } from '../../api/vocabulary/ids.js'
+import { UUID_RE, uuidv7 } from '../../sql/vocabulary/ids.js'
 
 const T = 1_795_813_412_260
 const fields = (id: string) => {

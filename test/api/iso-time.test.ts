@@ -1,9 +1,9 @@
-// api/vocabulary/iso-time.ts: the hot-path timestamp formatter answers exactly what
+// sql/vocabulary/iso-time.ts: the hot-path timestamp formatter answers exactly what
 // Date#toISOString answers, across day, month, year and leap boundaries, before 1970, at the ends
 // of the range, and for values it hands to Date (fractions, NaN, out of range: same text or the
 // same RangeError).
 import t from 'tap'
-import { isoTime } from '../../api/vocabulary/iso-time.js'
+import { isoTime } from '../../sql/vocabulary/iso-time.js'
 
 const same = (ms: number) => isoTime(ms) === new Date(ms).toISOString()
 

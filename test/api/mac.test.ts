@@ -1,10 +1,10 @@
-// api/vocabulary/mac.ts: the one-shot HMAC answers exactly what node:crypto's createHmac answers,
+// sql/vocabulary/mac.ts: the one-shot HMAC answers exactly what node:crypto's createHmac answers,
 // for both algorithms, every encoding, keys shorter than, equal to and longer than the block,
 // messages in several parts (strings as UTF-8, bytes), messages that outgrow its buffer, and
 // calls after a long message (the buffer it keeps must not leak bytes into a shorter one).
 import t from 'tap'
 import { createHash, createHmac, randomBytes } from 'node:crypto'
-import { createMac, sha256, type MacAlgorithm } from '../../api/vocabulary/mac.js'
+import { createMac, sha256, type MacAlgorithm } from '../../sql/vocabulary/mac.js'
 
 const ALGORITHMS: MacAlgorithm[] = ['sha1', 'sha256']
 const reference = (alg: MacAlgorithm, key: Uint8Array, parts: Array<string | Uint8Array>): Buffer => {

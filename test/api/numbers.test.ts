@@ -4,7 +4,7 @@ import { sql } from 'slonik'
 import type { PoolEntry } from '../../api/services.js'
 import { problems } from '../../api/problems.js'
 import { hashPassword } from '../../api/auth/passwords.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { startApi, problem } from '../gateway/harness.js'
 import { startTestService } from '../support/service.js'
 

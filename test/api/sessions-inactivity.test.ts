@@ -5,7 +5,7 @@
 // end the store refuses (another node ended or changed it first) takes the store's version.
 import t from 'tap'
 import { sql } from 'slonik'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { startTestService } from '../support/service.js'
 
 const MINUTE = 60_000

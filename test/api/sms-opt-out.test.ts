@@ -158,7 +158,7 @@ t.test('tenant texts: bounded, validated, RFC 7807 on bad input, null restores t
 
 t.test('another node\'s opt-out reaches this node by the reconciliation sweep', async t => {
   const api = await startTelnyxService(t)
-  const { loadOptOutSet } = await import('../../gateway/sms-opt-out.js')
+  const { loadOptOutSet } = await import('../../api/cpaas/sms/opt-out.js')
   const acct = await api.signup()
   const here = await loadOptOutSet(api.svc.db.pool, () => {})
   const there = await loadOptOutSet(api.svc.db.pool, () => {}) // another node on the same Postgres

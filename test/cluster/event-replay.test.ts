@@ -16,7 +16,7 @@ import { busStream, childData, request, type ChildService } from '../support/chi
 import { connectWs, type WsClient } from '../support/ws-client.js'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { phoneSource, voiceRoute } from '../durability/lib.js'
-import { EVENT_TYPES } from '../../api/vocabulary/event-envelope.js'
+import { EVENT_TYPES } from '../../sql/vocabulary/event-envelope.js'
 import { create, endSession, enterpriseTenant, privateRedis, redisOutageUnderLoad, sleep, startNode, swapTo, type Sess } from './lib.js'
 
 const embedded = process.env.MASKLINE_TEST_BACKEND === 'embedded' || !process.env.TEST_DATABASE_URL

@@ -13,7 +13,7 @@ import { sessionChangesSince, sessionChangeWatermark } from '../../sql/session-c
 import { getLiveSessionState } from '../../sql/session-load.js'
 import { Engine } from '../../engine/index.js'
 import type { SessionRecord, TenantRouting } from '../../engine/types.js'
-import { createReconciler } from '../../gateway/reconcile.js'
+import { createReconciler } from '../../api/app/reconcile.js'
 import { testDatabase } from '../support/db.js'
 import { eventually } from '../durability/lib.js'
 import { addNumbers, addTenant, cipher, createArgs, envelope, hashParty, MINUTE, party, proxy, record, T0 } from '../sql/fixtures.js'

@@ -4,7 +4,7 @@
 import t from 'tap'
 import { sql } from 'slonik'
 import { hashPassword } from '../../api/auth/passwords.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { eventually, startTestService, type TestService } from '../support/service.js'
 
 async function userWithRole(api: TestService, tenantId: string, role: 'ADMIN' | 'OPERATOR'): Promise<string> {

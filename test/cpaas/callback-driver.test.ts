@@ -5,8 +5,8 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { parseForm } from '../../api/cpaas/form.js'
 import { parseSmsCallback, type SmsCallback } from '../../api/cpaas/sms-payload.js'
-import { EMPTY_RESPONSE, rejectTexml } from '../../api/cpaas/texml.js'
-import { createSignatureVerifier, type SignatureConfig, type SignatureVerifier } from '../../gateway/cpaas/signature.js'
+import { EMPTY_RESPONSE, rejectTexml } from '../../api/cpaas/telnyx/texml.js'
+import { createSignatureVerifier, type SignatureConfig, type SignatureVerifier } from '../../api/cpaas/signature.js'
 import { CallbackDriver, generateTelnyxKeyPair } from '../support/callback-driver.js'
 
 interface Seen { path: string; query: string; form: Record<string, string> | null; sms: SmsCallback | null }

@@ -1,8 +1,8 @@
 // DECISIONS 5 failover breaker: CLOSED → OPEN after 5 consecutive failures or timeouts (3 s);
 // OPEN → HALF_OPEN after 30 s; one trial request closes or reopens it. Driven by a fake clock.
 import t from 'tap'
-import { CircuitBreaker, type BreakerState } from '../../gateway/cpaas/circuit-breaker.js'
-import { httpProviderError, ProviderError } from '../../gateway/cpaas/provider.js'
+import { CircuitBreaker, type BreakerState } from '../../api/cpaas/circuit-breaker.js'
+import { httpProviderError, ProviderError } from '../../api/cpaas/provider.js'
 
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0)
 function setup(timeoutMs = 0) {

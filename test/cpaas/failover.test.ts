@@ -2,10 +2,10 @@
 // APIs: primary fails 5× → OPEN → sends go to the backup → 30 s later (fake clock) a trial
 // request closes it again. Health snapshots are checked at every step.
 import t, { type Test } from 'tap'
-import { FailoverProvider } from '../../gateway/cpaas/failover.js'
-import { TelnyxProvider } from '../../gateway/cpaas/telnyx-provider.js'
-import { ProviderError } from '../../gateway/cpaas/provider.js'
-import { SandboxProvider } from '../../gateway/cpaas/sandbox-provider.js'
+import { FailoverProvider } from '../../api/cpaas/failover.js'
+import { TelnyxProvider } from '../../api/cpaas/telnyx/provider.js'
+import { ProviderError } from '../../api/cpaas/provider.js'
+import { SandboxProvider } from '../../api/cpaas/sandbox-provider.js'
 import { FakeTelnyx } from '../support/fake-telnyx.js'
 
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0)

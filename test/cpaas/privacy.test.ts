@@ -5,8 +5,8 @@
 import t from 'tap'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { FailoverProvider } from '../../gateway/cpaas/failover.js'
-import { TelnyxProvider } from '../../gateway/cpaas/telnyx-provider.js'
+import { FailoverProvider } from '../../api/cpaas/failover.js'
+import { TelnyxProvider } from '../../api/cpaas/telnyx/provider.js'
 import { FakeTelnyx } from '../support/fake-telnyx.js'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -14,7 +14,7 @@ const MSG = { from: '+12025550100', to: '+12025550142', text: 'meet me at the ba
 const LEAK = /\+\d{8,15}|meet me|KEY_secret/
 
 t.test('CPaaS modules contain no logging calls', async t => {
-  for (const dir of ['api/cpaas', 'gateway/cpaas']) {
+  for (const dir of ['api/cpaas', 'api/cpaas/telnyx']) {
     for (const f of readdirSync(join(root, dir)).filter(f => f.endsWith('.ts'))) {
       const src = readFileSync(join(root, dir, f), 'utf8')
       t.notMatch(src, /console\.|from 'pino'|process\.stdout|process\.stderr/, `${dir}/${f}`)

@@ -3,7 +3,7 @@ import t from 'tap'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { SandboxProvider } from '../../gateway/cpaas/sandbox-provider.js'
+import { SandboxProvider } from '../../api/cpaas/sandbox-provider.js'
 import { NO_CHILD_COVERAGE } from '../support/child-service.js'
 
 const run = promisify(execFile)

@@ -1,6 +1,6 @@
 // DECISIONS 1: CPAAS_SIGNATURE=none is refused unless CPAAS_PROVIDER=sandbox.
 import t from 'tap'
-import { createSignatureVerifier, validateSignatureConfig } from '../../gateway/cpaas/signature.js'
+import { createSignatureVerifier, validateSignatureConfig } from '../../api/cpaas/signature.js'
 
 t.test('none is refused with telnyx, with a message naming the variables', async t => {
   t.throws(() => validateSignatureConfig('telnyx', 'none'), { message: /CPAAS_SIGNATURE=none is refused with CPAAS_PROVIDER=telnyx/ })

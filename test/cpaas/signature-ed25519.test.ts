@@ -1,7 +1,7 @@
 // DECISIONS 5: telnyx-ed25519 — Ed25519 over "<telnyx-timestamp>|<raw body>", timestamp within 300 s.
 import t from 'tap'
 import { TelnyxWebhook } from 'telnyx/lib/webhooks'
-import { createSignatureVerifier, ed25519PublicKeyFromBase64 } from '../../gateway/cpaas/signature.js'
+import { createSignatureVerifier, ed25519PublicKeyFromBase64 } from '../../api/cpaas/signature.js'
 import { generateTelnyxKeyPair, signTelnyx } from '../support/callback-driver.js'
 
 const NOW = Date.UTC(2026, 10, 22, 10, 0, 0)

@@ -4,7 +4,7 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
 import { encodeForm } from '../../api/cpaas/form.js'
-import { createSignatureVerifier, hmacSha1Signature, signedUrl } from '../../gateway/cpaas/signature.js'
+import { createSignatureVerifier, hmacSha1Signature, signedUrl } from '../../api/cpaas/signature.js'
 
 const twilioParams = (n: string) => ({ CallSid: 'CA1234567890ABCDE', Caller: n, Digits: '1234', From: n, To: '+18005551212' })
 const verifier = createSignatureVerifier({ mode: 'hmac-sha1', hmacSecret: '12345', publicBaseUrl: 'https://mycompany.com' })

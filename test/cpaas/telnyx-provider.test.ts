@@ -3,8 +3,8 @@
 // number and no text.
 import t, { type Test } from 'tap'
 import { createServer } from 'node:net'
-import { TelnyxProvider } from '../../gateway/cpaas/telnyx-provider.js'
-import { ProviderError } from '../../gateway/cpaas/provider.js'
+import { TelnyxProvider } from '../../api/cpaas/telnyx/provider.js'
+import { ProviderError } from '../../api/cpaas/provider.js'
 import { FakeTelnyx } from '../support/fake-telnyx.js'
 
 const MSG = { from: '+12025550100', to: '+12025550142', text: 'secret text Zoë' }

@@ -1,6 +1,6 @@
 // DECISIONS 5: the TeXML answer for a routable session, in order: consent (when recording), Dial.
 import t from 'tap'
-import { connectTexml, CONSENT_MESSAGE, decisionTexml, TEXML_CONTENT_TYPE } from '../../api/cpaas/texml.js'
+import { connectTexml, CONSENT_MESSAGE, decisionTexml, TEXML_CONTENT_TYPE } from '../../api/cpaas/telnyx/texml.js'
 
 const BASE = 'https://mask.example.com'
 const CB = `${BASE}/v1/webhooks/cpaas/voice`

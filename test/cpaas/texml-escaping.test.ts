@@ -2,7 +2,7 @@
 // hostile value can neither break the document nor inject a verb.
 import t from 'tap'
 import fc from 'fast-check'
-import { connectTexml, escapeXml, expiredTexml } from '../../api/cpaas/texml.js'
+import { connectTexml, escapeXml, expiredTexml } from '../../api/cpaas/telnyx/texml.js'
 
 const HOSTILE = `"><Hangup/>&'`
 

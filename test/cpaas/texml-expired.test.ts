@@ -3,7 +3,7 @@
 import t from 'tap'
 import {
   decisionTexml, EMPTY_RESPONSE, ENDED_MESSAGE, expiredTexml, hangupTexml, OUT_OF_SERVICE_MESSAGE, rejectTexml,
-} from '../../api/cpaas/texml.js'
+} from '../../api/cpaas/telnyx/texml.js'
 
 const H = '<?xml version="1.0" encoding="UTF-8"?>'
 const PROXY = '+12025550100'

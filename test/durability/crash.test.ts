@@ -469,7 +469,7 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
     const want = { id: r['id'], type: 'session.expired', createdAt: at, data: { sessionId: m.id, tenantId: m.tenant.tenantId, proxyNumber: m.proxy, state: 'EXPIRED' } }
     const problems: string[] = []
     if (!isDeepStrictEqual(r['envelope'], want)) problems.push(`${m.id}: envelope ${JSON.stringify(r['envelope'])}, want ${JSON.stringify(want)}`)
-    // Minted monotonically (api/vocabulary/ids.ts): never before the instant it names.
+    // Minted monotonically (sql/vocabulary/ids.ts): never before the instant it names.
     const id = String(r['id'])
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id) || parseInt(id.replace(/-/g, '').slice(0, 12), 16) < Date.parse(at)) {
       problems.push(`${m.id}: envelope id ${id} is not a UUIDv7 minted at or after ${at}`)

@@ -1,6 +1,6 @@
 // The graceful stop and the call record of the last call answered before it (found by
 // test/durability/crash.test.ts once in a full run: "writer-closed", one call record missing).
-// The voice fetch answers first and queues its call record in a setImmediate (gateway/telephony.ts).
+// The voice fetch answers first and queues its call record in a setImmediate (api/cpaas/callbacks/voice.ts).
 // A stop that begins in the same turn as that answer (SIGTERM handled before the event loop's
 // check phase) found no request in flight, and closed the record writer before the record reached
 // it: the call was connected and its record dropped. Here close() starts in a microtask of the

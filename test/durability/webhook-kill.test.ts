@@ -20,7 +20,7 @@ import t from 'tap'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { childData, linesWithPhoneNumbers, request, signupChild, startChild, type ChildService } from '../support/child-service.js'
 import { startWebhookReceiver, type ReceivedDelivery } from '../support/webhook-receiver.js'
-import { SUBSCRIBABLE_EVENTS } from '../../api/vocabulary/event-envelope.js'
+import { SUBSCRIBABLE_EVENTS } from '../../sql/vocabulary/event-envelope.js'
 import { deliveryRows, outboxRows, phoneSource } from './lib.js'
 
 const SESSIONS = 10

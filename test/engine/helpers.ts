@@ -99,7 +99,7 @@ export function harness(opts: HarnessOptions = {}): Harness {
     { number: gb(1), region: 'GB', provider: 'telnyx' },
   ])
   // What production announces: a committed plan's events, and expiryEvent of each expired record
-  // (gateway/session-runner.ts).
+  // (api/app/session-runner.ts).
   const events: EngineEvent[] = []
   const commit = (plan: OkPlan): boolean => {
     const applied = engine.commit(plan)

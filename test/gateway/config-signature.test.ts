@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ConfigError, EnvSchema, loadConfig } from '../../gateway/config.js'
-import { validateSignatureConfig } from '../../gateway/cpaas/signature.js'
+import { validateSignatureConfig } from '../../api/cpaas/signature.js'
 import { NO_CHILD_COVERAGE } from '../support/child-service.js'
 
 // Every secret a telnyx deployment would set, each with a value that is easy to find in a message.

@@ -3,7 +3,7 @@
 // (test/cluster/two-node.test.ts once saw node 1's client get node 2's swap while node 1 still
 // routed to the old customer); per-session order holds across held and immediate events.
 import t from 'tap'
-import { buildEnvelope, type EventEnvelope, type EventType } from '../../api/vocabulary/event-envelope.js'
+import { buildEnvelope, type EventEnvelope, type EventType } from '../../sql/vocabulary/event-envelope.js'
 import { createEventOrder } from '../../gateway/event-order.js'
 
 const TENANT = '01890a5d-ac96-774b-bcce-b302099a8057'

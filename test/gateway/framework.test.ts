@@ -72,7 +72,7 @@ const testRoutes = [
     handler: () => ({ status: 200, body: { b: 'x' } }),
   }),
   route({
-    // A body written as JSON text (gateway/session-runner.ts viewJson): sent as is, checked in tests.
+    // A body written as JSON text (api/app/session-runner.ts viewJson): sent as is, checked in tests.
     method: 'GET', path: '/t/json-text', auth: 'none', query: Type.Object({ as: Type.String() }),
     response: { 200: Type.Object({ a: Type.String(), n: Type.Optional(Type.Integer()) }) }, problems: [],
     handler(req) {

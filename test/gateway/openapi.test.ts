@@ -9,9 +9,9 @@ import formatsPlugin from 'ajv-formats'
 import { startApi, ownRoutes, BASE_URL } from './harness.js'
 import { startTestService } from '../support/service.js'
 import { connectWs } from '../support/ws-client.js'
-import { EVENT_TYPES } from '../../api/vocabulary/event-envelope.js'
+import { EVENT_TYPES } from '../../sql/vocabulary/event-envelope.js'
 import { sessionRoutes } from '../../api/routes/sessions.js'
-import { cpaasRoutes } from '../../api/routes/cpaas.js'
+import { cpaasRoutes } from '../../api/cpaas/callbacks/routes.js'
 
 const withParams = route({
   method: 'GET', path: '/v1/things/:id/parts/:partId', auth: 'tenant', summary: 'A part',
@@ -145,7 +145,7 @@ t.test('issue #16 items 2-4: stickyProxy, inactivityTimeoutMinutes and channels 
 
 t.test('issue #16 item 5: pool.low in the vocabulary and the envelope schema, refusals in the analytics', async t => {
   const { analyticsRoutes } = await import('../../api/routes/analytics.js')
-  const { newEnvelope, SUBSCRIBABLE_EVENTS } = await import('../../api/vocabulary/event-envelope.js')
+  const { newEnvelope, SUBSCRIBABLE_EVENTS } = await import('../../sql/vocabulary/event-envelope.js')
   t.ok(EVENT_TYPES.includes('pool.low') && (SUBSCRIBABLE_EVENTS as readonly string[]).includes('pool.low'), 'a type, and subscribable')
   const doc = buildOpenApi(ownRoutes(analyticsRoutes), { baseUrl: BASE_URL, stream: true }) as any
   const ajv = new Ajv({ strict: false, allowUnionTypes: true })

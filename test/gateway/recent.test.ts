@@ -1,5 +1,5 @@
 // engine/recent.ts Recent: the bounded memory of provider ids that makes replayed callbacks
-// change nothing twice (gateway/telephony.ts, sql/record-writer.ts). It must keep at least the
+// change nothing twice (api/cpaas/callbacks/context.ts, sql/record-writer.ts). It must keep at least the
 // newest half of its bound and forget the oldest.
 import t from 'tap'
 import { Recent } from '../../engine/recent.js'

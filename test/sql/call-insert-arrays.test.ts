@@ -5,7 +5,7 @@
 // none. Both backends: the embedded server parses the same literals.
 import t from 'tap'
 import { sql } from 'slonik'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { applyOps, type CallCache, type OpData } from '../../sql/record-apply.js'
 import { arrayLiteral } from '../../sql/transaction.js'
 import { testDatabase } from '../support/db.js'

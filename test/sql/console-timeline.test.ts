@@ -6,7 +6,7 @@ import t from 'tap'
 import { sql, type CommonQueryMethods } from 'slonik'
 import { CLOCK_MARGIN_MS, sessionTimeline } from '../../sql/console.js'
 import { createSession } from '../../sql/sessions.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { testDatabase } from '../support/db.js'
 import { addNumbers, addTenant, createArgs, MINUTE, party, proxy, record, T0 } from './fixtures.js'
 

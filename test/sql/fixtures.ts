@@ -2,8 +2,8 @@
 // another module), session records shaped like the engine's, fictional numbers (DECISIONS 2).
 import { randomBytes } from 'node:crypto'
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik'
-import { buildEnvelope, type EventEnvelope } from '../../api/vocabulary/event-envelope.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { buildEnvelope, type EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import type { E164, SessionId, SessionRecord, TenantId, Tier } from '../../engine/types.js'
 import { createPartyHasher, createPhoneCipher } from '../../sql/crypto.js'
 import { createSession, seedNumbers } from '../../sql/sessions.js'

@@ -95,7 +95,7 @@ t.test('014: every index of sessions has a reader (each one is written by every 
     sessions_tenant_state_created: 'GET /v1/sessions?state',
     sessions_agent_hash: 'GET /v1/sessions/verify (agents)',
     sessions_pair_recent: 'sticky proxy, GET /v1/sessions/verify (customers)',
-    sessions_change_xid: 'the reconcile sweep (gateway/reconcile.ts)',
+    sessions_change_xid: 'the reconcile sweep (api/app/reconcile.ts)',
   }
   const indexes = await db.pool.anyFirst(sql.unsafe`SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'sessions'::regclass ORDER BY 1`)
   t.same(indexes, Object.keys(readers).sort(), 'sessions_live_id and sessions_live_expiry dropped (014); no index without a reader')

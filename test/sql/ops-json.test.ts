@@ -3,7 +3,7 @@
 // with the batch statement, every other operation as JSON.stringify gives it. A replay parses
 // exactly what the writer was asked to apply.
 import t from 'tap'
-import { callEnvelope, newEnvelope } from '../../api/vocabulary/event-envelope.js'
+import { callEnvelope, newEnvelope } from '../../sql/vocabulary/event-envelope.js'
 import { opsJson, type OpData } from '../../sql/record-apply.js'
 
 const at = Date.UTC(2026, 10, 26, 10, 0, 0, 7)

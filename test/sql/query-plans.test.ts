@@ -199,7 +199,7 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
   t.match(bootPlan, /Tid Range Scan on sessions/, 'boot: sessions in page order')
   t.match(bootPlan, /Index (Only )?Scan using call_records_session on call_records/, 'boot: call counters by call_records_session')
   t.notMatch(bootPlan, /Seq Scan on call_records/, 'boot: no scan of call_records')
-  // The reconcile sweep (gateway/reconcile.ts): the sessions changed since the last watermark, by
+  // The reconcile sweep (api/app/reconcile.ts): the sessions changed since the last watermark, by
   // sessions_change_xid (every create writes it: test/sql/migrate.test.ts, 014).
   // A watermark past the population, as a sweep's usually is: a new transaction id (the snapshot's
   // xmin would be held back by any transaction another test file has open, and a watermark before

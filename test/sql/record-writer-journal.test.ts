@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import { sql } from 'slonik'
 import { openJournal, readLeftovers, type Journal } from '../../sql/journal.js'
 import { createRecordWriter, type CallInsert } from '../../sql/records.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { testDatabase, testDatabaseUrl } from '../support/db.js'
 import { count, hashParty, liveSession, T0 } from './fixtures.js'
 

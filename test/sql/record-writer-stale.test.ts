@@ -6,7 +6,7 @@
 import t from 'tap'
 import { sql } from 'slonik'
 import { createRecordWriter, type CallInsert } from '../../sql/records.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { testDatabase } from '../support/db.js'
 import { count, hashParty, liveSession, T0 } from './fixtures.js'
 

@@ -11,7 +11,7 @@ import {
 import { listBillingEvents, listPeriods, listPricing, recordUsage, usageTotals } from '../../sql/billing.js'
 import { purgeOldRecords } from '../../sql/retention.js'
 import { CALL_START, createRecordWriter, getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms, type CallInsert, type SmsInsert } from '../../sql/records.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { readMigrations } from '../../sql/migrate.js'
 import type { SessionRecord } from '../../engine/types.js'
 import {

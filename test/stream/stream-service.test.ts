@@ -8,7 +8,7 @@ import t, { type Test } from 'tap'
 import { startTestService, type TestService } from '../support/service.js'
 import { childData, linesWithPhoneNumbers, request, signupChild, startChild } from '../support/child-service.js'
 import { connectWs, type WsClient } from '../support/ws-client.js'
-import type { EventEnvelope } from '../../api/vocabulary/event-envelope.js'
+import type { EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
 
 const SESSION_FLOW = ['session.created', 'session.activated', 'session.target_swapped', 'call.incoming'] as const
 

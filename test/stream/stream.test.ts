@@ -1,8 +1,8 @@
 // GET /v1/stream (DECISIONS 6) on a real uWS app, port 0, with real tenant and user JWTs.
 import t, { type Test } from 'tap'
 import uWS from 'uWebSockets.js'
-import { buildEnvelope, type EventType } from '../../api/vocabulary/event-envelope.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
+import { buildEnvelope, type EventType } from '../../sql/vocabulary/event-envelope.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { issueToken } from '../../api/auth/tokens.js'
 import { registerStream, type Stream, type StreamOptions } from '../../gateway/stream/stream.js'
 import { streamTokenVerifier } from '../../gateway/stream/auth.js'

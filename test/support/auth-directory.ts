@@ -1,5 +1,5 @@
 // An AuthDirectory over a function of the tenant id, for tests and benches without a database:
-// it answers what the tenant directory (gateway/tenant-directory.ts) would hold at that moment, so
+// it answers what the tenant directory (api/app/tenant-directory.ts) would hold at that moment, so
 // a change made through `meta` applies at once, as the real directory's changes do. No API
 // credentials: every token exchange is refused. `changed` calls are recorded.
 import type { AuthDirectory, TenantMeta } from '../../api/auth/authenticate.js'

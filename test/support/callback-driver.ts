@@ -7,7 +7,7 @@
 //   const res = await driver.voice({ from: A, to: PROXY, callSid: 'v3:abc' })
 import { createHash, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto'
 import { encodeForm, formPairs } from '../../api/cpaas/form.js'
-import { hmacSha1Signature, signedUrl } from '../../gateway/cpaas/signature.js'
+import { hmacSha1Signature, signedUrl } from '../../api/cpaas/signature.js'
 
 export const CALLBACK_BASE_PATH = '/v1/webhooks/cpaas'
 

@@ -6,8 +6,8 @@
 // the message in a #private field, which the search must find or its silence proves nothing.
 import { randomBytes, randomInt } from 'node:crypto'
 import { getHeapSnapshot } from 'node:v8'
-import { SandboxProvider } from '../../gateway/cpaas/sandbox-provider.js'
-import type { SmsMessage } from '../../gateway/cpaas/provider.js'
+import { SandboxProvider } from '../../api/cpaas/sandbox-provider.js'
+import type { SmsMessage } from '../../api/cpaas/provider.js'
 
 class Keeping extends SandboxProvider {
   readonly #kept: SmsMessage[] = []

@@ -4,8 +4,8 @@ import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import { sql, type CommonQueryMethods } from 'slonik'
 import { testDatabase } from '../support/db.js'
-import { uuidv7 } from '../../api/vocabulary/ids.js'
-import { buildEnvelope, type EventType } from '../../api/vocabulary/event-envelope.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
+import { buildEnvelope, type EventType } from '../../sql/vocabulary/event-envelope.js'
 import { insertOutbox } from '../../sql/outbox.js'
 import {
   claimDue, createSecretCipher, getWebhookConfig, insertDelivery, listDeliveries, markDone, markRetry,

@@ -10,8 +10,8 @@
 //
 // Results carry a reason code only: never the signature, the body or the secret.
 import { createHmac, createPublicKey, hash, timingSafeEqual, verify as cryptoVerify, type KeyObject } from 'node:crypto'
-import { createMac } from '../../api/vocabulary/mac.js'
-import { canonicalFormString, formPairs, type FormPair } from '../../api/cpaas/form.js'
+import { createMac } from '../../sql/vocabulary/mac.js'
+import { canonicalFormString, formPairs, type FormPair } from './form.js'
 
 export type SignatureMode = 'telnyx-ed25519' | 'hmac-sha1' | 'none'
 export type CpaasProviderKind = 'sandbox' | 'telnyx'
@@ -142,7 +142,7 @@ export function createSignatureVerifier(cfg: SignatureConfig): SignatureVerifier
 
   if (cfg.mode === 'hmac-sha1') {
     if (!cfg.hmacSecret) throw new Error('CPAAS_SIGNATURE=hmac-sha1 needs CPAAS_HMAC_SECRET')
-    // The key's pads computed once; no Hmac object per callback (api/vocabulary/mac.ts).
+    // The key's pads computed once; no Hmac object per callback (sql/vocabulary/mac.ts).
     const mac = createMac('sha1', Buffer.from(cfg.hmacSecret, 'utf8'))
     return {
       mode: 'hmac-sha1',

@@ -12,7 +12,7 @@
 // - SDK errors (APIError carries the provider's error body in `message`) are mapped to
 //   ProviderError codes and never rethrown as they are.
 import Telnyx, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'telnyx'
-import { httpProviderError, ProviderError, type SendResult, type SmsMessage, type SmsProvider } from './provider.js'
+import { httpProviderError, ProviderError, type SendResult, type SmsMessage, type SmsProvider } from '../provider.js'
 
 const TELNYX_DEFAULT_BASE_URL = 'https://api.telnyx.com/v2'
 

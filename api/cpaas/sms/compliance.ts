@@ -1,9 +1,9 @@
 // The SMS keywords and opt-outs on the provider's SMS callback (issue #16, carrier rules for US
-// long codes). gateway/telephony.ts asks `action` what an inbound message does (from memory: the
+// long codes). api/cpaas/callbacks/sms.ts asks `action` what an inbound message does (from memory: the
 // routing decision, the opt-out set, at most two party hashes) and runs `run` for every outcome
 // but a plain forward, under the same once-per-message-id guard as a forward:
 // - STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT): the sender is opted out of the proxy, durably
-//   (gateway/sms-opt-out.ts), then gets the tenant's confirmation once; not forwarded;
+//   (api/cpaas/sms/opt-out.ts), then gets the tenant's confirmation once; not forwarded;
 // - START (UNSTOP) from an opted-out sender: opted back in; not forwarded;
 // - HELP (INFO): the tenant's help text goes back; not forwarded;
 // - a message a session would forward to a party opted out of this proxy: not sent, recorded
@@ -11,17 +11,17 @@
 //   answer, like every record), and reported by sms.blocked. No usage: nothing was sent.
 // No number, hash or text is logged.
 import type { Logger } from 'pino'
-import type { RouteDecision } from '../engine/index.js'
+import type { RouteDecision } from '../../../engine/index.js'
 import {
   DEFAULT_SMS_HELP_TEXT, DEFAULT_SMS_OPT_OUT_TEXT, smsAction, smsKeyword, type SmsAction,
-} from '../engine/sms-opt-out.js'
-import { newEnvelope as event } from '../api/vocabulary/event-envelope.js'
-import { uuidv7 } from '../api/vocabulary/ids.js'
-import type { RecordWriter } from '../sql/records.js'
-import type { OptOutKey } from '../sql/sms-opt-outs.js'
-import { toProviderError, type SmsProvider } from './cpaas/provider.js'
-import type { OptOuts } from './sms-opt-out.js'
-import type { TenantDirectory } from './tenant-directory.js'
+} from '../../../engine/sms-opt-out.js'
+import { newEnvelope as event } from '../../../sql/vocabulary/event-envelope.js'
+import { uuidv7 } from '../../../sql/vocabulary/ids.js'
+import type { RecordWriter } from '../../../sql/records.js'
+import type { OptOutKey } from '../../../sql/sms-opt-outs.js'
+import { toProviderError, type SmsProvider } from '../provider.js'
+import type { OptOuts } from './opt-out.js'
+import type { TenantDirectory } from '../../app/tenant-directory.js'
 
 export type SmsOutcome = 'done' | 'retry'
 
@@ -68,7 +68,7 @@ export function createSmsCompliance(d: SmsComplianceDeps) {
       return 'sent'
     } catch (err) {
       const e = toProviderError(err)
-      // As a forward (gateway/telephony.ts): resending after a timeout could send it twice.
+      // As a forward (api/cpaas/callbacks/sms-forward.ts): resending after a timeout could send it twice.
       if (e.providerFault && !e.ambiguous) {
         d.log.warn({ code: e.code, what }, 'sms reply not handed over; provider asked to retry')
         return 'retry'

@@ -13,9 +13,9 @@
 // then (so another node's figure trails by the bus delay, see docs/scaling.md). Their SMS events
 // move the session's activity mark likewise (issue #16: the inactivity clock), as this node's SMS
 // callback does for its own.
-import type { Engine, LiveView } from '../engine/index.js'
-import type { SessionId } from '../engine/types.js'
-import type { EventEnvelope } from '../api/vocabulary/event-envelope.js'
+import type { Engine, LiveView } from '../../engine/index.js'
+import type { SessionId } from '../../engine/types.js'
+import type { EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
 
 interface Pending { sessionId: SessionId; at: number; prevLastCallAt: number | null }
 

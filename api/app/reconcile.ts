@@ -17,12 +17,12 @@
 //   keeps routing from memory and catches up when they return.
 // Nothing here reads or logs a phone number; the bus carries ids and versions only.
 import type { Logger } from 'pino'
-import type { Engine, SessionExtras } from '../engine/index.js'
-import { LIVE_STATES, type SessionId, type SessionRecord } from '../engine/types.js'
-import type { Db } from '../sql/transaction.js'
-import { getLiveSessionState, getLiveSessionStates, type SessionCipher } from '../sql/session-load.js'
-import { sessionChangesSince } from '../sql/session-changes.js'
-import { StoreError } from '../sql/errors.js'
+import type { Engine, SessionExtras } from '../../engine/index.js'
+import { LIVE_STATES, type SessionId, type SessionRecord } from '../../engine/types.js'
+import type { Db } from '../../sql/transaction.js'
+import { getLiveSessionState, getLiveSessionStates, type SessionCipher } from '../../sql/session-load.js'
+import { sessionChangesSince } from '../../sql/session-changes.js'
+import { StoreError } from '../../sql/errors.js'
 import type { TenantDirectory } from './tenant-directory.js'
 
 export const SWEEP_MS = 30_000
@@ -42,7 +42,7 @@ export interface ReconcilerDeps {
   sweepMs?: number
   /**
    * Other in-memory sets kept equal to Postgres the same way, swept after the sessions on every
-   * sweep (issue #16: the SMS opt-outs, gateway/sms-opt-out.ts). Each keeps its own watermark
+   * sweep (issue #16: the SMS opt-outs, api/cpaas/sms/opt-out.ts). Each keeps its own watermark
    * and throws when Postgres is away, which fails the sweep like a session read does.
    */
   alsoSweep?: ReadonlyArray<() => Promise<unknown>>

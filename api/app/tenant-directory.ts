@@ -15,12 +15,12 @@
 // if the generation it started under is still current, so a slow read from before a change never
 // overwrites the change.
 import type { DatabasePool } from 'slonik'
-import { TIER_LIMITS, type ConsentPrompt, type E164, type TenantId, type TenantRouting } from '../engine/types.js'
-import type { AuthDirectory } from '../api/auth/authenticate.js'
+import { TIER_LIMITS, type ConsentPrompt, type E164, type TenantId, type TenantRouting } from '../../engine/types.js'
+import type { AuthDirectory } from '../auth/authenticate.js'
 import {
   findCredential, getTenantState, liveCredentialsFingerprint, liveCredentialsOf, loadLiveCredentials, loadTenantStates, setTenantStatus,
   type ApiCredential, type TenantState, type TenantStatus,
-} from '../sql/tenants.js'
+} from '../../sql/tenants.js'
 
 export interface TenantInfo extends TenantRouting {
   status: TenantStatus

@@ -3,19 +3,19 @@
 // the engine's memory, announced to the other nodes and fanned out to the WebSocket stream.
 // Commands on one session run one at a time through the engine's mailboxes.
 import type { DatabasePool } from 'slonik'
-import { expiryEvent, type Engine, type Mailboxes, type EngineEvent, type LiveSnapshot, type Plan } from '../engine/index.js'
-import { Channel, type E164, type SessionId, type SessionRecord, type TenantId } from '../engine/types.js'
-import { buildEnvelope, type EventEnvelope } from '../api/vocabulary/event-envelope.js'
-import { uuidv7 } from '../api/vocabulary/ids.js'
-import { ApiProblem, JsonText } from '../api/route.js'
-import type { CreateSessionBody, PatchSessionBody, SessionView } from '../api/schemas/session.js'
-import { METADATA_MAX_BYTES } from '../api/schemas/session.js'
-import { jsonbText } from '../sql/jsonb-text.js'
-import * as store from '../sql/sessions.js'
-import { channelNames } from '../sql/sessions.js'
-import { getLiveSessionStates } from '../sql/session-load.js'
+import { expiryEvent, type Engine, type Mailboxes, type EngineEvent, type LiveSnapshot, type Plan } from '../../engine/index.js'
+import { Channel, type E164, type SessionId, type SessionRecord, type TenantId } from '../../engine/types.js'
+import { buildEnvelope, type EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
+import { ApiProblem, JsonText } from '../route.js'
+import type { CreateSessionBody, PatchSessionBody, SessionView } from '../schemas/session.js'
+import { METADATA_MAX_BYTES } from '../schemas/session.js'
+import { jsonbText } from '../../sql/jsonb-text.js'
+import * as store from '../../sql/sessions.js'
+import { channelNames } from '../../sql/sessions.js'
+import { getLiveSessionStates } from '../../sql/session-load.js'
 import type { TenantDirectory } from './tenant-directory.js'
-import { isoTime as iso } from '../api/vocabulary/iso-time.js'
+import { isoTime as iso } from '../../sql/vocabulary/iso-time.js'
 
 export interface RunnerDeps {
   db: DatabasePool

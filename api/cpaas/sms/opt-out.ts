@@ -9,18 +9,18 @@
 //   the callback answers 503 and the provider retries (the message id keeps the retry from
 //   confirming twice).
 // - Other nodes learn of it from the bus (`{kind:'opt-out'}`, a party hash, never a number) at
-//   once, and from the reconciliation sweep (gateway/reconcile.ts) whatever the bus lost: the
+//   once, and from the reconciliation sweep (api/app/reconcile.ts) whatever the bus lost: the
 //   rows changed since a transaction-id watermark, as for sessions (docs/scaling.md). A STOP and
 //   a START of one party on two nodes within a bus round trip may cross; the next sweep (30 s,
 //   at once after a bus gap) reads the row as committed and settles it.
-import { OptOutSet } from '../engine/sms-opt-out.js'
+import { OptOutSet } from '../../../engine/sms-opt-out.js'
 import {
   loadOptOuts, markOptOutConfirmed, optIn, optOut, optOutChangesSince, optOutWatermark, type OptOutKey,
-} from '../sql/sms-opt-outs.js'
-import type { Db } from '../sql/transaction.js'
-import type { BusMessage } from './bus.js'
+} from '../../../sql/sms-opt-outs.js'
+import type { Db } from '../../../sql/transaction.js'
 
-export type OptOutMessage = Extract<BusMessage, { kind: 'opt-out' }>
+/** Issue #16: a party (by its hash) opted out of, or back into, SMS from a tenant's proxy (a bus message). */
+export interface OptOutMessage { kind: 'opt-out'; tenantId: string; proxy: string; partyHash: string; optedOut: boolean }
 
 export interface OptOuts {
   readonly set: OptOutSet
@@ -35,7 +35,7 @@ export interface OptOuts {
   sweep(): Promise<number>
 }
 
-export async function loadOptOutSet(db: Db, publish: (msgs: BusMessage[]) => void): Promise<OptOuts> {
+export async function loadOptOutSet(db: Db, publish: (msgs: OptOutMessage[]) => void): Promise<OptOuts> {
   const set = new OptOutSet()
   let since = await optOutWatermark(db) // before the load: what commits during it is swept later
   for (const r of await loadOptOuts(db)) set.add(r.tenantId, r.proxy, r.partyHash)

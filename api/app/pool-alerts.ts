@@ -13,11 +13,11 @@
 // others it changes nothing and they stay silent. A node that boots takes the recorded levels, so
 // a restart does not alert again (and a recovery while every node was down is still announced).
 import type { Logger } from 'pino'
-import type { Engine } from '../engine/index.js'
-import { PoolAlerts, type PoolCrossing, type PoolLevel } from '../engine/pool-alerts.js'
-import { newEnvelope, type EventEnvelope } from '../api/vocabulary/event-envelope.js'
-import { loadPoolAlertLevels, recordPoolCrossing } from '../sql/pool-alerts.js'
-import type { Db } from '../sql/transaction.js'
+import type { Engine } from '../../engine/index.js'
+import { PoolAlerts, type PoolCrossing, type PoolLevel } from '../../engine/pool-alerts.js'
+import { newEnvelope, type EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
+import { loadPoolAlertLevels, recordPoolCrossing } from '../../sql/pool-alerts.js'
+import type { Db } from '../../sql/transaction.js'
 
 export const POOL_CHECK_MS = 1_000
 

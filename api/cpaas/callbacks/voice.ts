@@ -1,0 +1,43 @@
+// POST /v1/webhooks/cpaas/voice, the voice fetch (spec 4.10): routes in the engine and answers
+// TeXML from memory; its call record is queued behind the answer (sql/record-writer.ts:
+// journaled, group-committed, retried through Postgres outages).
+import type { LiveView } from '../../../engine/index.js'
+import type { ApiReply, ApiRequest } from '../../route.js'
+import { uuidv7 } from '../../../sql/vocabulary/ids.js'
+import { CALL_START } from '../../../sql/records.js'
+import { decisionTexml } from '../telnyx/texml.js'
+import { BAD_VOICE, callRow, matched, OUTCOME, XML, type CallbackContext, type Matched } from './context.js'
+
+/** The fetch's record; its call.incoming (and call.failed) are made from it when it is applied. */
+function recordCallStart(ctx: CallbackContext, dec: Matched, caller: string, proxy: string, callId: string, callSid: string, now: number, live: LiveView | undefined) {
+  const { d } = ctx
+  const row = callRow(ctx, dec, caller, dec.direction, proxy, callId, callSid, now, live)
+  const settled = () => d.callCounter.settled(callId)
+  // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED; so is
+  // one on a session that carries SMS only (issue #16).
+  const recorded = dec.kind === 'connect' ? row : { ...row, status: 'FAILED' as const, endedAt: now }
+  d.records.upsertCall(recorded, CALL_START).then(settled, settled)
+}
+
+export function voice(ctx: CallbackContext, req: ApiRequest): ApiReply {
+  const { d, calls } = ctx
+  const f = req.form
+  const callSid = f?.['CallSid'], from = f?.['From'], to = f?.['To']
+  if (!callSid || !from || !to) return BAD_VOICE
+  const now = d.now()
+  const dec = d.engine.route(to, from, now)
+  d.countCallback?.('voice', OUTCOME[dec.kind])
+  if (matched(dec)) {
+    let callId = calls.get(callSid)
+    if (callId === undefined) {
+      const id = callId = uuidv7(now)
+      calls.set(callSid, id)
+      // One lookup of the session for its count and its party-B hash (at 1M sessions each is a cache miss).
+      const live = d.engine.live(dec.sessionId)
+      d.callCounter.routed(live, id, now)
+      setImmediate(() => recordCallStart(ctx, dec, from, to, id, callSid, now, live))
+    }
+    if (dec.kind === 'connect') return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl(), callId }), contentType: XML }
+  }
+  return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl() }), contentType: XML }
+}
