@@ -6,9 +6,10 @@
 //
 // Failures are counted in the shared limiter (Redis when there are several nodes; while it cannot
 // decide, in this node's memory: credential-limiter.ts). Its one operation, `hit`, counts what it
-// admits, so a check that must not count is answered from this node's memory: the lock that a failure's hit reports (limit reached, or refused) is kept here
-// until the window ends it. Another node learns of the lock at its own next failure on that
-// account, whose hit is refused: across N nodes, at most N - 1 password checks pass the limit.
+// admits, so a check that must not count is answered from this node's memory: the lock that a
+// failure's hit reports (limit reached, or refused) is kept here until the window ends it. Another
+// node learns of the lock at its own next failure on that account, whose hit is refused: across
+// N nodes, at most N - 1 password checks pass the limit.
 import { hash } from 'node:crypto'
 import type { Services } from '../services.js'
 import { ApiProblem } from '../route.js'
