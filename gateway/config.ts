@@ -8,6 +8,7 @@ import { Value } from '@sinclair/typebox/value'
 import { validateSignatureConfig } from '../api/cpaas/signature.js'
 import { canonicalIp } from './http/client-ip.js'
 import { MasklineError } from '../engine/errors.js'
+import { DEFAULT_SIGNUP_MAX_WAIT_MS } from '../api/auth/hash-queue.js'
 
 const Bool = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')])
 const Int = Type.String({ pattern: '^[0-9]+$' })
@@ -43,6 +44,7 @@ export const EnvSchema = Type.Object({
   BUS_STREAM: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   METRICS_PORT: Type.Optional(Type.Union([Int, Type.Literal('off')])),
   ACCESS_LOG: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('failures')])),
+  SIGNUP_MAX_WAIT_MS: Type.Optional(Int),
   LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)))),
 })
 type Env = Static<typeof EnvSchema>
@@ -84,6 +86,8 @@ export interface Config {
   busMaxLen: number
   /** BUS_STREAM: the Redis stream of the bus (default `maskline:bus:<database instance id>`, gateway/bus.ts). */
   busStream: string | undefined
+  /** SIGNUP_MAX_WAIT_MS: the longest a signup waits for a password-hashing slot (api/auth/hash-queue.ts). */
+  signupMaxWaitMs: number
 }
 
 export class ConfigError extends MasklineError {
@@ -177,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reconcileMs: e.RECONCILE_MS !== undefined ? Math.max(100, Number(e.RECONCILE_MS)) : 30_000,
     busMaxLen: e.BUS_MAXLEN !== undefined ? Math.max(100, Number(e.BUS_MAXLEN)) : 100_000,
     busStream: e.BUS_STREAM,
+    signupMaxWaitMs: e.SIGNUP_MAX_WAIT_MS !== undefined ? Number(e.SIGNUP_MAX_WAIT_MS) : DEFAULT_SIGNUP_MAX_WAIT_MS,
   }
 }
 

@@ -16,6 +16,7 @@ import { createLogger } from '../api/log.js'
 import { createAuthenticator } from '../api/auth/authenticate.js'
 import { createRedisRateLimiter } from '../api/rate-limit/redis.js'
 import { composeRateLimiter } from '../api/rate-limit/limiter.js'
+import { setSignupMaxWait } from '../api/auth/hash-queue.js'
 import { analyticsRoutes } from '../api/routes/analytics.js'
 import { authRoutes } from '../api/routes/auth.js'
 import { billingRoutes } from '../api/routes/billing.js'
@@ -122,6 +123,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
   const cfg = opts.config
   const now = opts.now ?? Date.now
   const log = createLogger({ level: cfg.logLevel, ...(opts.logDestination ? { destination: opts.logDestination } : {}) })
+  setSignupMaxWait(cfg.signupMaxWaitMs)
   const nodeId = `${hostname()}-${process.pid}-${uuidv7().slice(-6)}`
   const onError = (component: string) => (code: string) => log.warn({ component, code }, 'recoverable error')
   let readiness: Readiness = 'booting'

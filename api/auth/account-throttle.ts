@@ -4,14 +4,16 @@
 // until the oldest of those failures ages out. Unknown emails are throttled the same way, so the
 // 429 says nothing about which emails exist.
 //
-// Failures are counted in the shared limiter (Redis when there are several nodes). Its one
-// operation, `hit`, counts what it admits, so a check that must not count is answered from this
-// node's memory: the lock that a failure's hit reports (limit reached, or refused) is kept here
-// until the window ends it. Another node learns of the lock at its own next failure on that
-// account, whose hit is refused: across N nodes, at most N - 1 password checks pass the limit.
+// Failures are counted in the shared limiter (Redis when there are several nodes; while it cannot
+// decide, in this node's memory: credential-limiter.ts). Its one operation, `hit`, counts what it
+// admits, so a check that must not count is answered from this node's memory: the lock that a
+// failure's hit reports (limit reached, or refused) is kept here until the window ends it. Another
+// node learns of the lock at its own next failure on that account, whose hit is refused: across
+// N nodes, at most N - 1 password checks pass the limit.
 import { hash } from 'node:crypto'
 import type { Services } from '../services.js'
 import { ApiProblem } from '../route.js'
+import { credentialHit } from './credential-limiter.js'
 
 const ACCOUNT_FAILURE_LIMIT = 10
 const ACCOUNT_WINDOW_MS = 15 * 60_000
@@ -52,9 +54,9 @@ export function refuseLockedAccount(s: Services, key: string): void {
 
 /** Counts a failed sign-in; the one that reaches the limit locks the account on this node. */
 export async function recordFailedSignIn(s: Services, key: string): Promise<void> {
-  const d = await s.rateLimiter.hit(key, ACCOUNT_FAILURE_LIMIT, ACCOUNT_WINDOW_MS)
-  // No decision (Redis down): the per-address throttle already refuses sign-ins meanwhile.
-  if (d.unavailable || (d.allowed && d.remaining > 0)) return
+  // Redis down: counted on this node meanwhile (credential-limiter.ts).
+  const d = await credentialHit(s, key, ACCOUNT_FAILURE_LIMIT, ACCOUNT_WINDOW_MS)
+  if (d.allowed && d.remaining > 0) return
   const locks = locksOf(s)
   if (locks.size >= MAX_LOCKS) {
     const now = s.now()

@@ -20,8 +20,8 @@ export interface RateDecision {
   resetAt: number
   /**
    * The limiter could not decide (Redis unreachable or too slow, see composeRateLimiter): `allowed` is
-   * true and no headers are sent, so the tenant limit fails open; the credential throttles of
-   * api/routes/auth.ts must check this and refuse (fail closed).
+   * true and no headers are sent, so the tenant limit fails open; the credential throttles count
+   * on this node instead (api/auth/credential-limiter.ts).
    */
   unavailable?: true
 }
@@ -72,7 +72,7 @@ function guardLimiter(inner: RateLimiter, services: { now: () => number; log: Pi
     failing = true
     const t = performance.now()
     if (t - lastWarn >= WARN_EVERY_MS) {
-      services.log.warn({ code: 'rate-limiter', error: err, undecided }, 'rate limiter unavailable; tenant requests admitted, credential exchanges refused')
+      services.log.warn({ code: 'rate-limiter', error: err, undecided }, 'rate limiter unavailable; tenant requests admitted, credential throttles counted on this node')
       lastWarn = t
       undecided = 0
     }

@@ -26,8 +26,19 @@ function ring(size: number, from?: Window): Window {
   return { times, head: 0, count: from.count }
 }
 
-export function createMemoryRateLimiter(o: { now(): number; sweepEvery?: number }): RateLimiter {
+export interface MemoryRateLimiterOptions {
+  now(): number
+  sweepEvery?: number
+  /**
+   * At most this many keys: a new key past it drops the least recently hit one (O(1); idle keys
+   * also go with the sweep). Unset: unbounded (the tenant limit's keys are the tenants, a bounded set).
+   */
+  maxKeys?: number
+}
+
+export function createMemoryRateLimiter(o: MemoryRateLimiterOptions): RateLimiter & { size(): number } {
   const windows = new Map<string, Window>()
+  const maxKeys = o.maxKeys
   const sweepEvery = o.sweepEvery ?? 10_000
   let calls = 0
   let longestWindow = 60_000
@@ -39,12 +50,20 @@ export function createMemoryRateLimiter(o: { now(): number; sweepEvery?: number 
   }
 
   return {
+    size: () => windows.size,
     hit(key, limit, windowMs = 60_000): RateDecision {
       const now = o.now()
       if (windowMs > longestWindow) longestWindow = windowMs
       if (++calls % sweepEvery === 0) sweep(now)
       let w = windows.get(key)
-      if (!w) windows.set(key, (w = ring(Math.max(1, limit))))
+      if (!w) {
+        if (maxKeys !== undefined && windows.size >= maxKeys) windows.delete(windows.keys().next().value!)
+        windows.set(key, (w = ring(Math.max(1, limit))))
+      } else if (maxKeys !== undefined) {
+        // Map order is recency: a key being hit (an account under attack) is the last one dropped.
+        windows.delete(key)
+        windows.set(key, w)
+      }
       const cutoff = now - windowMs
       const size = w.times.length
       while (w.count > 0 && w.times[w.head]! <= cutoff) {

@@ -8,6 +8,7 @@ import { rateLimitHeaders, LOGIN_LIMIT_PER_IP, TOKEN_LIMIT_PER_KEY, WINDOW_MS } 
 import { apiKeyHash, newCredentials } from '../auth/credentials.js'
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../auth/passwords.js'
 import { accountKey, recordFailedSignIn, refuseLockedAccount } from '../auth/account-throttle.js'
+import { credentialHit } from '../auth/credential-limiter.js'
 import { TENANT_SCOPES, TOKEN_TTL_SECONDS } from '../auth/tokens.js'
 import { createTenantWithOwner, findUserByEmail, rotateCredentials } from '../../sql/tenants.js'
 import { notifyTenantChanged } from './config.js'
@@ -43,9 +44,6 @@ const RotateReply = Type.Object({ apiKey: Type.String(), apiSecret: Type.String(
 /** Issue 19: signups per address and minute. Each costs a password hash and a tenant. */
 const SIGNUP_LIMIT_PER_IP = 20
 
-/** Retry-After of a throttle that cannot decide: about how long Redis takes to be reconnected. */
-const THROTTLE_DOWN_RETRY_AFTER_S = 2
-
 /** The address a per-address throttle counts: captured for the routes that set `clientIp`. */
 function peer(req: ApiRequest): string {
   if (req.ip === null) throw new Error('this route reads the client address without clientIp: true')
@@ -53,14 +51,12 @@ function peer(req: ApiRequest): string {
 }
 
 /**
- * A per-key or per-IP throttle of spec 8.4; its headers go on every answer of the route. It fails
- * closed: when the limiter cannot decide (Redis down), 503 + Retry-After, at once.
+ * A per-key or per-IP throttle of spec 8.4; its headers go on every answer of the route. When the
+ * shared limiter cannot decide (Redis down), this node counts with the same limit
+ * (api/auth/credential-limiter.ts): the answer is the usual one, never a lock-out.
  */
 async function throttle(services: Services, key: string, limit: number): Promise<Record<string, string>> {
-  const d = await services.rateLimiter.hit(key, limit, WINDOW_MS)
-  if (d.unavailable) {
-    throw new ApiProblem('unavailable', 'Attempts cannot be counted right now; retry shortly', { headers: { 'retry-after': String(THROTTLE_DOWN_RETRY_AFTER_S) } })
-  }
+  const d = await credentialHit(services, key, limit, WINDOW_MS)
   const headers = rateLimitHeaders(d, services.now())
   if (!d.allowed) throw new ApiProblem('rate-limit', `At most ${limit} attempts per minute`, { headers })
   return headers

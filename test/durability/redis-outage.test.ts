@@ -6,8 +6,9 @@
 //   one before the outage (generous: the machine is shared with other tests), their p99 grows by
 //   less than 200 ms, the outage does not slow the load down, and none answers anything but 2xx
 //   (the rate limiter fails open).
-// - The token exchange and the dashboard login fail closed: 503 `unavailable` with Retry-After
-//   during the outage (never 500, never a wait), 200 again afterwards.
+// - The token exchange and the dashboard login degrade, never lock out: during the outage they
+//   are counted on the node (api/auth/credential-limiter.ts) and answer 200 as before (never 503,
+//   never 500, never a wait), and 200 afterwards.
 // - After Redis returns, the rate limiter decides again (X-RateLimit headers come back), the bus
 //   publishes (the child's messages reach the stream) and reads (an event another node puts on
 //   the stream reaches the tenant's WebSocket).
@@ -136,7 +137,6 @@ t.test('a Redis outage costs the request path nothing', { timeout: 180_000, skip
   const killAt = performance.now()
   await redis.kill()
   await sleep(OUTAGE_MS)
-  const restartAt = performance.now()
   await redis.start()
   const backAt = performance.now()
 
@@ -203,13 +203,10 @@ t.test('a Redis outage costs the request path nothing', { timeout: 180_000, skip
   t.same(creds.filter(s => s.phase === 'before' && s.status !== 200).map(s => `${s.kind} ${s.status}`), [], 'credential exchanges before: 200')
   const credsDuring = creds.filter(s => s.phase === 'outage')
   t.ok(credsDuring.some(s => s.kind === 'token') && credsDuring.some(s => s.kind === 'login'), 'both credential exchanges ran during the outage')
-  // (One sent just before the kill, or once Redis was restarted, may still have been decided: 200.)
-  const straddles = (s: Sample) => s.start < killAt || s.end > restartAt
-  t.same(credsDuring.filter(s => !(s.status === 503 && s.retryAfter) && !(s.status === 200 && straddles(s))).map(s => `${s.kind} ${s.status}`), [],
-    'credential exchanges during the outage: 503 with Retry-After')
-  t.ok(credsDuring.filter(s => s.status === 503).length >= 3, 'the credential exchanges failed closed')
-  // (A login takes a few hundred ms of scrypt; refused, it answers before hashing.)
-  t.same(credsDuring.filter(s => s.status === 503 && s.ms > bound).map(s => `${s.kind} ${s.ms.toFixed(0)} ms`), [], 'refused at once, without waiting for Redis')
+  t.same(credsDuring.filter(s => s.status !== 200).map(s => `${s.kind} ${s.status}`), [], 'credential exchanges during the outage: 200, counted on the node')
+  t.ok(credsDuring.filter(s => s.status === 200 && s.limited).length >= 3, 'with the node\'s rate-limit headers')
+  // (A login takes a few hundred ms of scrypt: it is the token exchanges that must not wait.)
+  t.same(credsDuring.filter(s => s.kind === 'token' && s.ms > bound).map(s => `${s.kind} ${s.ms.toFixed(0)} ms`), [], 'answered at once, without waiting for Redis')
   const lastToken = creds.filter(s => s.phase === 'after').reverse().find(s => s.kind === 'token')
   t.equal(lastToken?.status, 200, 'the token exchange works again after Redis returns')
   const relogin = await request(url, 'POST', '/v1/auth/dashboard/login', { body: { email, password } })
