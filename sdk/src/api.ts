@@ -18,7 +18,15 @@ export class Api {
    * `prefix` replaces the `/v1` of every path: `/v1/console` serves the same endpoints to
    * dashboard tokens (the operator console's API).
    */
-  constructor(readonly http: Transport, readonly auth: BearerSource, readonly prefix = '/v1') {}
+  readonly http: Transport
+  readonly auth: BearerSource
+  readonly prefix: string
+
+  constructor(http: Transport, auth: BearerSource, prefix = '/v1') {
+    this.http = http
+    this.auth = auth
+    this.prefix = prefix
+  }
 
   call<P extends Path, M extends Method>(method: M, path: P, o: CallOptions<P, M> = {}): Promise<Reply<P, M>> {
     const filled = (path as string).replace(/\{([A-Za-z0-9_]+)\}/g, (_, name: string) => {

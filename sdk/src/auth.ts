@@ -33,7 +33,14 @@ export class TokenSource implements BearerSource {
   /** The last dashboard login's answer (user, role, tenant), when the credentials are a login. */
   login: DashboardLogin | null = null
 
-  constructor(private readonly http: Transport, private readonly creds: Credentials | null, private readonly now: () => number = Date.now) {
+  private readonly http: Transport
+  private readonly creds: Credentials | null
+  private readonly now: () => number
+
+  constructor(http: Transport, creds: Credentials | null, now: () => number = Date.now) {
+    this.http = http
+    this.creds = creds
+    this.now = now
     if (creds && 'token' in creds) this.current = { token: creds.token, expiresAt: tokenExpiry(creds.token) }
   }
 

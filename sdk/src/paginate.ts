@@ -8,7 +8,13 @@ export interface Page<T> {
 }
 
 export class Paginated<T> implements AsyncIterable<T> {
-  constructor(private readonly fetchPage: (after: string | undefined) => Promise<Page<T>>, private readonly start?: string) {}
+  private readonly fetchPage: (after: string | undefined) => Promise<Page<T>>
+  private readonly start: string | undefined
+
+  constructor(fetchPage: (after: string | undefined) => Promise<Page<T>>, start?: string) {
+    this.fetchPage = fetchPage
+    this.start = start
+  }
 
   /** The first page only (its `pagination.after` is the cursor of the next). */
   first(): Promise<Page<T>> {

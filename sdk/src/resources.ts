@@ -6,7 +6,8 @@ import { Sessions } from './sessions.js'
 import type { Body, Item, Query, Reply } from './types.js'
 
 export class ConfigApi {
-  constructor(private readonly api: Api) {}
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
   get(): Promise<Reply<'/v1/config', 'get'>> { return this.api.call('get', '/v1/config') }
   /** PATCH /v1/config: a dashboard token of an OWNER or ADMIN. */
   update(body: Body<'/v1/config', 'patch'>): Promise<Reply<'/v1/config', 'patch'>> { return this.api.call('patch', '/v1/config', { body }) }
@@ -15,7 +16,8 @@ export class ConfigApi {
 }
 
 export class Analytics {
-  constructor(private readonly api: Api) {}
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
   usage(query?: Query<'/v1/analytics/usage', 'get'>): Promise<Reply<'/v1/analytics/usage', 'get'>> { return this.api.call('get', '/v1/analytics/usage', { query }) }
   sessionsOverTime(query?: Query<'/v1/analytics/sessions-over-time', 'get'>): Promise<Reply<'/v1/analytics/sessions-over-time', 'get'>> { return this.api.call('get', '/v1/analytics/sessions-over-time', { query }) }
   callSuccessRate(query?: Query<'/v1/analytics/call-success-rate', 'get'>): Promise<Reply<'/v1/analytics/call-success-rate', 'get'>> { return this.api.call('get', '/v1/analytics/call-success-rate', { query }) }
@@ -23,7 +25,8 @@ export class Analytics {
 }
 
 export class Billing {
-  constructor(private readonly api: Api) {}
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
   usage(query?: Query<'/v1/billing/usage', 'get'>): Promise<Reply<'/v1/billing/usage', 'get'>> { return this.api.call('get', '/v1/billing/usage', { query }) }
   /** Raw billing events of a period, oldest first (offset paging: `limit`, `offset`). */
   events(query?: Query<'/v1/billing/events', 'get'>): Promise<Reply<'/v1/billing/events', 'get'>> { return this.api.call('get', '/v1/billing/events', { query }) }
@@ -32,7 +35,8 @@ export class Billing {
 }
 
 export class Devices {
-  constructor(private readonly api: Api) {}
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
   /** POST /v1/devices/token: register a push token. */
   registerToken(body: Body<'/v1/devices/token', 'post'>): Promise<void> { return this.api.call('post', '/v1/devices/token', { body }) }
   /** DELETE /v1/devices/token. */
@@ -44,14 +48,16 @@ export class Devices {
 }
 
 export class Numbers {
-  constructor(private readonly api: Api) {}
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
   pool(): Promise<Reply<'/v1/numbers/pool', 'get'>> { return this.api.call('get', '/v1/numbers/pool') }
   /** POST /v1/numbers/provision (the service answers 501: numbers are configured, not bought). */
   provision(body: Body<'/v1/numbers/provision', 'post'>): Promise<Reply<'/v1/numbers/provision', 'post'>> { return this.api.call('post', '/v1/numbers/provision', { body }) }
 }
 
 export class Webhooks {
-  constructor(private readonly api: Api) {}
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
   /** POST /v1/webhooks: register the endpoint; the answer carries its signing secret, once. */
   create(body: Body<'/v1/webhooks', 'post'>): Promise<Reply<'/v1/webhooks', 'post'>> { return this.api.call('post', '/v1/webhooks', { body }) }
   list(): Promise<Reply<'/v1/webhooks', 'get'>> { return this.api.call('get', '/v1/webhooks') }
@@ -66,7 +72,10 @@ export class ConsoleApi {
   readonly numbers: Pick<Numbers, 'pool'>
   readonly webhooks: Omit<Webhooks, 'create'>
 
-  constructor(private readonly api: Api) {
+  private readonly api: Api
+
+  constructor(api: Api) {
+    this.api = api
     const mirrored = api.under('/v1/console')
     this.sessions = new Sessions(mirrored)
     this.numbers = new Numbers(mirrored)
@@ -78,7 +87,8 @@ export class ConsoleApi {
 }
 
 export class Auth {
-  constructor(private readonly api: Api) {}
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
   /** POST /v1/auth/token: trade a key pair for a tenant token (the client does this itself). */
   exchange(body: Body<'/v1/auth/token', 'post'>): Promise<Reply<'/v1/auth/token', 'post'>> { return this.api.call('post', '/v1/auth/token', { body, public: true }) }
   /** POST /v1/auth/signup: a new tenant and its OWNER; the answer carries the API key pair, once. */
@@ -90,7 +100,8 @@ export class Auth {
 }
 
 export class Health {
-  constructor(private readonly api: Api) {}
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
   live(): Promise<Reply<'/v1/health', 'get'>> { return this.api.call('get', '/v1/health', { public: true }) }
   ready(): Promise<Reply<'/v1/health/ready', 'get'>> { return this.api.call('get', '/v1/health/ready', { public: true }) }
   cpaas(): Promise<Reply<'/v1/health/cpaas', 'get'>> { return this.api.call('get', '/v1/health/cpaas', { public: true }) }

@@ -5,7 +5,8 @@ import type { Paginated } from './paginate.js'
 import type { Body, Call, CreateSession, Item, Query, Reply, Session, SessionCall, Sms } from './types.js'
 
 export class Sessions {
-  constructor(private readonly api: Api) {}
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
 
   /**
    * POST /v1/sessions. Sent with an Idempotency-Key (a new one unless given), so a 429 or 503 is
@@ -55,7 +56,8 @@ export class Sessions {
 }
 
 export class Calls {
-  constructor(private readonly api: Api) {}
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
 
   list(query?: Query<'/v1/calls', 'get'>): Paginated<Item<'/v1/calls'>> {
     return this.api.list('/v1/calls', query)

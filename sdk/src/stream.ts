@@ -64,12 +64,16 @@ export class EventStream<T extends EventType = EventType> implements AsyncIterab
   private paused = false
   private readonly highWater: number
 
-  constructor(
-    private readonly url: string,
-    private readonly auth: BearerSource,
-    private readonly WS: WebSocketConstructor,
-    private readonly opts: StreamOptions<T>,
-  ) {
+  private readonly url: string
+  private readonly auth: BearerSource
+  private readonly WS: WebSocketConstructor
+  private readonly opts: StreamOptions<T>
+
+  constructor(url: string, auth: BearerSource, WS: WebSocketConstructor, opts: StreamOptions<T>) {
+    this.url = url
+    this.auth = auth
+    this.WS = WS
+    this.opts = opts
     this.lastEventId = opts.after
     this.delayMs = opts.minDelayMs ?? 250
     this.highWater = opts.highWaterMark ?? 1_000
