@@ -134,7 +134,12 @@ export class EventStream<T extends EventType = EventType> implements AsyncIterab
     if (this.opts.types?.length) q.set('types', this.opts.types.join(','))
     if (this.lastEventId) q.set('after', this.lastEventId)
     const query = q.toString()
-    const ws = new this.WS(this.url + (query ? `?${query}` : ''), ['bearer', token])
+    let ws: WebSocketLike
+    try {
+      ws = new this.WS(this.url + (query ? `?${query}` : ''), ['bearer', token])
+    } catch {
+      return this.retryLater()
+    }
     this.socket = ws
     let opened = false
     ws.onopen = () => {
