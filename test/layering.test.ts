@@ -12,7 +12,10 @@
 //                     main): may import every layer above; nothing imports it
 //   console           the operator console's browser sources (issue 15): its own files and npm
 //                     packages only; it reaches the service over HTTP, never by import, and the
-//                     gateway serves its built files without importing them
+//                     gateway serves its built files without importing them; it may import the
+//                     client SDK (sdk/src), through which it calls the service
+//   sdk               the client SDK (@maskline/sdk, its own package): its own files and npm
+//                     packages only, never the server's code
 //
 // So dependencies point one way, toward the pure engine: adapters at the edge depend on it, never
 // the reverse. No production file imports test/ or bench/; test/ and bench/ may import anything.
@@ -23,22 +26,23 @@ import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('../', import.meta.url))
 
-type Layer = 'engine' | 'vocabulary' | 'sql' | 'api' | 'gateway' | 'console' | 'test' | 'bench'
+type Layer = 'engine' | 'vocabulary' | 'sql' | 'api' | 'gateway' | 'console' | 'sdk' | 'test' | 'bench'
 
-const ALLOWED: Record<'engine' | 'vocabulary' | 'sql' | 'api' | 'gateway' | 'console', readonly Layer[]> = {
+const ALLOWED: Record<'engine' | 'vocabulary' | 'sql' | 'api' | 'gateway' | 'console' | 'sdk', readonly Layer[]> = {
   engine: ['engine'],
   vocabulary: ['vocabulary', 'engine'],
   sql: ['sql', 'vocabulary', 'engine'],
   api: ['api', 'vocabulary', 'sql', 'engine'],
   gateway: ['gateway', 'api', 'vocabulary', 'sql', 'engine'],
-  console: ['console'],
+  console: ['console', 'sdk'],
+  sdk: ['sdk'],
 }
 
 /** The layer of a repository-relative path (posix separators), or undefined outside the source tree. */
 function layerOf(path: string): Layer | undefined {
   const [top, second] = path.split('/')
   if (top === 'api' && second === 'vocabulary') return 'vocabulary'
-  if (top === 'engine' || top === 'sql' || top === 'api' || top === 'gateway' || top === 'console' || top === 'test' || top === 'bench') return top
+  if (top === 'engine' || top === 'sql' || top === 'api' || top === 'gateway' || top === 'console' || top === 'sdk' || top === 'test' || top === 'bench') return top
   return undefined
 }
 
@@ -110,10 +114,12 @@ t.test('the scanner catches what it is meant to catch', async t => {
   t.same(violations('console/src/x.ts', `import type { SessionView } from '../../api/schemas/session.js'`), ['console imports api: ../../api/schemas/session.js'])
   t.same(violations('console/src/x.ts', `import { html } from 'htm/preact'\nimport { get } from './api.js'`), [])
   t.same(violations('gateway/x.ts', `import { App } from '../console/src/main.js'`), ['gateway imports console: ../console/src/main.js'])
+  t.same(violations('console/src/x.ts', `import { Maskline } from '../../sdk/src/client.js'`), [])
+  t.same(violations('sdk/src/x.ts', `import type { SessionView } from '../../api/schemas/session.js'`), ['sdk imports api: ../../api/schemas/session.js'])
 })
 
 t.test('every source file imports along the layering', async t => {
-  const files = ['engine', 'sql', 'api', 'gateway', 'console/src'].flatMap(sources)
+  const files = ['engine', 'sql', 'api', 'gateway', 'console/src', 'sdk/src'].flatMap(sources)
   t.ok(files.length >= 100, `${files.length} source files found`)
   t.ok(files.some(f => f.startsWith('api/vocabulary/')), 'the vocabulary found')
   t.ok(files.some(f => f.startsWith('console/src/')), 'the console found')
