@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.tap/', 'coverage/', 'data/', 'bench/results/', 'console/dist/', 'test/artifacts/'] },
+  { ignores: ['dist/', 'sdk/dist/', 'node_modules/', '.tap/', 'coverage/', 'data/', 'bench/results/', 'console/dist/', 'test/artifacts/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

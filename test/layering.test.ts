@@ -11,9 +11,11 @@
 //                    webhook URL checks and signing
 //   gateway          the process edge and composition root (uWS, Redis bus, stream, webhook
 //                    dispatcher, config, main): nothing imports it
-//   console          the operator console's browser sources: its own files and npm packages only;
-//                    it reaches the service over HTTP, never by import, and the gateway serves its
-//                    built files without importing them
+//   console          the operator console's browser sources: its own files, npm packages and the
+//                    client SDK (sdk/src), through which it calls the service over HTTP; the
+//                    gateway serves its built files without importing them
+//   sdk              the client SDK (@maskline/sdk, its own package): its own files and npm
+//                    packages only, never the server's code
 //
 // So dependencies point one way, toward the pure engine: adapters at the edge depend on it, never
 // the reverse. No production file imports test/ or bench/; test/ and bench/ may import anything.
@@ -26,12 +28,13 @@ const root = fileURLToPath(new URL('../', import.meta.url))
 
 /** The service's layers, lowest first: each may import itself and what precedes it. */
 const ORDER = ['engine', 'sql/vocabulary', 'sql', 'api', 'gateway'] as const
-/** Folders outside the order: the console imports only itself; test/ and bench/ anything. */
-const APART = ['console', 'test', 'bench'] as const
+/** Folders outside the order: the console imports itself and the SDK, the SDK only itself; test/ and bench/ anything. */
+const APART = ['console', 'sdk', 'test', 'bench'] as const
 type Layer = typeof ORDER[number] | typeof APART[number]
 
 function allowed(from: Layer, to: Layer): boolean {
-  if (from === 'console') return to === 'console'
+  if (from === 'console') return to === 'console' || to === 'sdk'
+  if (from === 'sdk') return to === 'sdk'
   const rank = (l: Layer) => (ORDER as readonly Layer[]).indexOf(l)
   return rank(from) >= 0 && rank(to) >= 0 && rank(to) <= rank(from)
 }
@@ -111,10 +114,12 @@ t.test('the scanner catches what it is meant to catch', async t => {
   t.same(violations('console/src/x.ts', `import type { SessionView } from '../../api/schemas/session.js'`), ['console imports api: ../../api/schemas/session.js'])
   t.same(violations('console/src/x.ts', `import { html } from 'htm/preact'\nimport { get } from './api.js'`), [])
   t.same(violations('gateway/x.ts', `import { App } from '../console/src/main.js'`), ['gateway imports console: ../console/src/main.js'])
+  t.same(violations('console/src/x.ts', `import { Maskline } from '../../sdk/src/client.js'`), [])
+  t.same(violations('sdk/src/x.ts', `import type { SessionView } from '../../api/schemas/session.js'`), ['sdk imports api: ../../api/schemas/session.js'])
 })
 
 t.test('every source file imports along the layering', async t => {
-  const files = ['engine', 'sql', 'api', 'gateway', 'console/src'].flatMap(sources)
+  const files = ['engine', 'sql', 'api', 'gateway', 'console/src', 'sdk/src'].flatMap(sources)
   t.ok(files.length >= 100, `${files.length} source files found`)
   t.ok(files.some(f => f.startsWith('sql/vocabulary/')), 'the vocabulary found')
   t.ok(files.some(f => f.startsWith('console/src/')), 'the console found')

@@ -1,24 +1,19 @@
-// The console's calls to the service: the dashboard token (spec 4.1) in Authorization, JSON in and
-// out, RFC 7807 problems turned into ApiError. The token lives in sessionStorage: it is gone with
-// the tab, and it is never put into the page.
-export type Role = 'OWNER' | 'ADMIN' | 'OPERATOR'
+// The console's calls to the service go through the client SDK (sdk/src): the dashboard token of
+// the login (spec 4.1) as its credential, problems as MasklineError. The token lives in
+// sessionStorage: it is gone with the tab, and it is never put into the page. The SDK's client
+// module is imported directly (not its index), so the page does not carry webhook verification.
+import { Maskline } from '../../sdk/src/client.js'
+import { MasklineError } from '../../sdk/src/errors.js'
+import type { DashboardLogin, Role as SdkRole } from '../../sdk/src/types.js'
 
-export interface Login {
-  accessToken: string
-  user: { id: string; email: string; role: Role; tenantId: string }
-  tenant: { id: string; name: string; tier: string; status: string }
-}
+export { MasklineError }
+export type Role = SdkRole
+export type Login = DashboardLogin
 
 const KEY = 'maskline.console'
 
-export class ApiError extends Error {
-  constructor(readonly status: number, readonly slug: string, message: string) {
-    super(message)
-    this.name = 'ApiError'
-  }
-}
-
 let current: Login | null = null
+let client: Maskline | null = null
 let onLoggedOut: () => void = () => {}
 
 export function session(): Login | null {
@@ -38,6 +33,7 @@ export function whenLoggedOut(fn: () => void): void {
 
 export function logout(): void {
   current = null
+  client = null
   sessionStorage.removeItem(KEY)
   onLoggedOut()
 }
@@ -45,28 +41,26 @@ export function logout(): void {
 export const canAct = (l: Login | null): boolean => l !== null && (l.user.role === 'OWNER' || l.user.role === 'ADMIN')
 
 export async function login(email: string, password: string): Promise<Login> {
-  const l = await call<Login>('POST', '/v1/auth/dashboard/login', { email, password }, false)
+  const l = await new Maskline({ baseUrl: location.origin }).auth.login({ email, password })
   current = l
+  client = null
   sessionStorage.setItem(KEY, JSON.stringify(l))
   return l
 }
 
-/** `/v1/console/...` and the public endpoints; a 401 logs out (the token lapsed after 24 h). */
-export async function call<T>(method: string, path: string, body?: unknown, auth = true): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json' }
+/** The SDK client of the logged-in user (its dashboard token). */
+export function sdk(): Maskline {
   const l = session()
-  if (auth && l) headers.authorization = `Bearer ${l.accessToken}`
-  if (body !== undefined) headers['content-type'] = 'application/json'
-  const res = await fetch(path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) })
-  const text = await res.text()
-  const json: unknown = text ? JSON.parse(text) : null
-  if (!res.ok) {
-    const p = (json ?? {}) as { type?: string; title?: string; detail?: string }
-    const slug = p.type?.split('/').pop() ?? 'error'
-    if (res.status === 401 && auth) logout()
-    throw new ApiError(res.status, slug, p.detail ?? p.title ?? `HTTP ${res.status}`)
-  }
-  return json as T
+  if (!client || !l) client = new Maskline({ baseUrl: location.origin, ...(l ? { token: l.accessToken } : {}) })
+  return client
 }
 
-export const get = <T>(path: string): Promise<T> => call<T>('GET', path)
+/** One call through the SDK; a 401 logs out (the token lapsed after 24 h). */
+export async function api<T>(fn: (c: Maskline) => Promise<T>): Promise<T> {
+  try {
+    return await fn(sdk())
+  } catch (err) {
+    if (err instanceof MasklineError && err.status === 401) logout()
+    throw err
+  }
+}

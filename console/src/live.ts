@@ -1,36 +1,20 @@
-// The event stream (/v1/stream, DECISIONS 6) for the whole page: one WebSocket, the dashboard
-// token as the subprotocol pair `bearer, <jwt>` (browsers cannot set headers on a WebSocket; the
-// URL never carries it). Reconnects with backoff; a 1008 (token expired) or a refused handshake
+// The event stream (/v1/stream, DECISIONS 6) for the whole page: one stream of the client SDK
+// (sdk/src/stream.ts), with the dashboard token as the subprotocol pair `bearer, <jwt>` (browsers
+// cannot set headers on a WebSocket; the URL never carries it). The SDK reconnects with backoff
+// and resumes after the last event it received; a 1008 (token expired) or a refused handshake
 // after a lapsed token ends in the login page through the API's next 401.
-import { session } from './api.js'
+import { sdk, session } from './api.js'
+import type { EventStream } from '../../sdk/src/stream.js'
+import type { EventEnvelope } from '../../sdk/src/types.js'
 
-export interface EventEnvelope {
-  id: string
-  type: string
-  createdAt: string
-  data: {
-    sessionId: string
-    tenantId: string
-    proxyNumber: string
-    state?: string
-    callId?: string
-    smsId?: string
-    direction?: string
-    status?: string
-    durationSeconds?: number
-    timestamp?: string
-  }
-}
+export type { EventEnvelope }
 
 type Listener = (e: EventEnvelope) => void
 type StatusListener = (connected: boolean) => void
 
 const listeners = new Set<Listener>()
 const statusListeners = new Set<StatusListener>()
-let socket: WebSocket | null = null
-let retryMs = 500
-let timer: ReturnType<typeof setTimeout> | null = null
-let stopped = true
+let stream: EventStream | null = null
 let connected = false
 
 function setConnected(c: boolean): void {
@@ -38,40 +22,22 @@ function setConnected(c: boolean): void {
   for (const l of statusListeners) l(c)
 }
 
-function open(): void {
-  const l = session()
-  if (!l || stopped) return
-  const url = `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}/v1/stream`
-  const ws = new WebSocket(url, ['bearer', l.accessToken])
-  socket = ws
-  ws.onopen = () => { retryMs = 500; setConnected(true) }
-  ws.onmessage = m => {
-    let e: EventEnvelope
-    try { e = JSON.parse(String(m.data)) as EventEnvelope } catch { return }
-    for (const fn of listeners) fn(e)
-  }
-  ws.onclose = () => {
-    if (socket !== ws) return
-    socket = null
-    setConnected(false)
-    if (stopped) return
-    timer = setTimeout(open, retryMs)
-    retryMs = Math.min(retryMs * 2, 15_000)
-  }
-}
-
 export function startLive(): void {
-  if (!stopped) return
-  stopped = false
-  open()
+  if (stream || !session()) return
+  const s = sdk().stream({ minDelayMs: 500, onStatus: setConnected })
+  stream = s
+  void (async () => {
+    for await (const item of s) {
+      // resync_required: the views reload on their own timers; live events follow.
+      if (item.kind === 'event') for (const fn of listeners) fn(item.event)
+    }
+  })()
 }
 
 export function stopLive(): void {
-  stopped = true
-  if (timer) clearTimeout(timer)
-  const ws = socket
-  socket = null
-  ws?.close(1000)
+  const s = stream
+  stream = null
+  s?.close()
   setConnected(false)
 }
 

@@ -5,7 +5,7 @@ import 'uplot/dist/uPlot.min.css'
 import './style.css'
 import { html, render } from 'htm/preact'
 import { useEffect, useState } from 'preact/hooks'
-import { ApiError, login, logout, session, whenLoggedOut, type Login } from './api.js'
+import { login, logout, session, whenLoggedOut, type Login, type MasklineError } from './api.js'
 import { onStatus, startLive, stopLive } from './live.js'
 import { OverviewPage } from './overview.js'
 import { SessionsPage } from './sessions.js'
@@ -32,7 +32,7 @@ function LoginForm(props: { onLogin: (l: Login) => void }) {
     setError(null)
     login(email, password).then(
       l => { setPassword(''); props.onLogin(l) },
-      (err: ApiError) => setError(err.status === 401 ? 'Wrong email or password' : err.status === 429 ? 'Too many attempts; wait a minute' : err.message),
+      (err: MasklineError) => setError(err.status === 401 ? 'Wrong email or password' : err.status === 429 ? 'Too many attempts; wait a minute' : err.message),
     ).finally(() => setBusy(false))
   }
   return html`

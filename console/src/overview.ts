@@ -3,7 +3,7 @@
 // delivery health, provider circuit states.
 import { html } from 'htm/preact'
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks'
-import { get } from './api.js'
+import { api } from './api.js'
 import { MinuteChart } from './chart.js'
 import { maskDigits, percent, time } from './format.js'
 import { onEvent } from './live.js'
@@ -44,7 +44,7 @@ export function OverviewPage() {
   const [counts, setCounts] = useState<Counts>(new Map())
   const [now, setNow] = useState(Date.now())
   const [sessionBump, setSessionBump] = useState(0)
-  const overview = usePolled(() => get<Overview>(`/v1/console/overview?minutes=${WINDOW_MINUTES}`), 60_000, sessionBump)
+  const overview = usePolled(() => api<Overview>(c => c.console.overview({ minutes: WINDOW_MINUTES })), 60_000, sessionBump)
 
   // The backfill replaces what the stream counted only for minutes it covers and that are over.
   useEffect(() => {
@@ -116,7 +116,7 @@ export function OverviewPage() {
 }
 
 function PoolCard(props: { bump: number }) {
-  const pools = usePolled(() => get<{ pools: Pool[] }>('/v1/console/numbers/pool'), 30_000, props.bump)
+  const pools = usePolled(() => api<{ pools: Pool[] }>(c => c.console.numbers.pool()), 30_000, props.bump)
   const rows = pools.value?.pools ?? []
   return html`
     <div class="card" id="pool">
@@ -144,7 +144,7 @@ function PoolCard(props: { bump: number }) {
 }
 
 function WebhookHealthCard() {
-  const wh = usePolled(() => get<Webhook>('/v1/console/webhooks'), 60_000)
+  const wh = usePolled(() => api<Webhook>(c => c.console.webhooks.list()), 60_000)
   const d = wh.value?.recentDeliveries ?? []
   const ok = d.filter(x => x.success).length
   const failures = d.filter(x => !x.success).slice(0, 5)
@@ -163,7 +163,7 @@ function WebhookHealthCard() {
 }
 
 function CircuitCard() {
-  const load = useCallback(() => get<{ providers: Breaker[] }>('/v1/health/cpaas'), [])
+  const load = useCallback(() => api<{ providers: Breaker[] }>(c => c.health.cpaas()), [])
   const c = usePolled(load, 10_000)
   return html`
     <div class="card" id="circuits">

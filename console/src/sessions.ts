@@ -4,7 +4,9 @@
 // API is the rule). Parties are named by their role, never by number.
 import { html } from 'htm/preact'
 import { useEffect, useState } from 'preact/hooks'
-import { ApiError, call, canAct, get, session as login } from './api.js'
+import { api, canAct, session as login, type MasklineError } from './api.js'
+import type { Maskline } from '../../sdk/src/client.js'
+import type { SessionState } from '../../sdk/src/types.js'
 import { duration, party, time } from './format.js'
 import { onEvent, type EventEnvelope } from './live.js'
 
@@ -52,10 +54,8 @@ function SessionList() {
   const after = cursors[cursors.length - 1]
 
   const load = () => {
-    const q = new URLSearchParams({ limit: String(PAGE) })
-    if (state) q.set('state', state)
-    if (after) q.set('after', after)
-    get<Page<SessionView>>(`/v1/console/sessions?${q}`).then(p => { setPage(p); setError(null) }, (e: Error) => setError(e.message))
+    const query = { limit: PAGE, ...(state ? { state: state as SessionState } : {}), ...(after ? { after } : {}) }
+    api<Page<SessionView>>(c => c.console.sessions.list(query).first()).then(p => { setPage(p); setError(null) }, (e: Error) => setError(e.message))
   }
   useEffect(load, [state, after])
   useEventRefresh(e => e.type.startsWith('session.') || e.type === 'call.incoming', load, LIST_REFRESH_MS, [state, after])
@@ -96,12 +96,11 @@ function SessionDetail(props: { id: string }) {
   const [notice, setNotice] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
   const [target, setTarget] = useState('')
-  const base = `/v1/console/sessions/${props.id}`
 
   // Two requests per reload (each counts against the tenant's rate limit): the session, for its
   // facts and actions, and its timeline, which the service builds in one read of each source.
   const load = () => {
-    Promise.all([get<SessionView>(base), get<Timeline>(`${base}/timeline`)])
+    Promise.all([api<SessionView>(c => c.console.sessions.get(props.id)), api<Timeline>(c => c.console.timeline(props.id))])
       .then(([s, timeline]) => { setD({ s, timeline }); setError(null) }, (e: Error) => setError(e.message))
   }
   useEffect(load, [props.id])
@@ -109,12 +108,12 @@ function SessionDetail(props: { id: string }) {
   // service has written it (events are published after their rows commit).
   useEventRefresh(e => e.data.sessionId === props.id, load, DETAIL_REFRESH_MS, [props.id])
 
-  const act = (what: string, method: string, path: string, body?: unknown) => {
+  const act = (what: string, fn: (c: Maskline['console']['sessions']) => Promise<unknown>) => {
     setBusy(true)
     setNotice(null)
-    call<SessionView>(method, path, body).then(
+    api(c => fn(c.console.sessions)).then(
       () => { setNotice(`${what}: done`); load() },
-      (e: ApiError) => setNotice(`${what} refused: ${e.message}`),
+      (e: MasklineError) => setNotice(`${what} refused: ${e.message}`),
     ).finally(() => setBusy(false))
   }
 
@@ -135,13 +134,13 @@ function SessionDetail(props: { id: string }) {
       </dl>
       ${writer && live ? html`
         <div class="actions" id="session-actions">
-          <button id="end-session" disabled=${busy || s.state === 'GRACE_PERIOD'} onClick=${() => act('End', 'POST', `${base}/end`)}>End session</button>
-          <button id="extend-grace" disabled=${busy} onClick=${() => act('Extend grace', 'PATCH', base, { gracePeriodMinutes: s.gracePeriodMinutes + EXTEND_MINUTES })}>Grace +${EXTEND_MINUTES} min</button>
+          <button id="end-session" disabled=${busy || s.state === 'GRACE_PERIOD'} onClick=${() => act('End', c => c.end(props.id))}>End session</button>
+          <button id="extend-grace" disabled=${busy} onClick=${() => act('Extend grace', c => c.update(props.id, { gracePeriodMinutes: s.gracePeriodMinutes + EXTEND_MINUTES }))}>Grace +${EXTEND_MINUTES} min</button>
           <form id="swap-form" onSubmit=${(e: Event) => {
             e.preventDefault()
             const customerPhone = target.trim()
             setTarget('') // the number typed is sent, never kept on the page
-            act('Swap', 'PATCH', `${base}/target`, { customerPhone })
+            act('Swap', c => c.swapTarget(props.id, customerPhone))
           }}>
             <input id="swap-target" type="tel" autocomplete="off" placeholder="new party B, E.164" pattern="\\+[1-9][0-9]{6,14}" required
               value=${target} onInput=${(e: Event) => setTarget((e.target as HTMLInputElement).value)} />

@@ -3,7 +3,7 @@
 // with the API (POST /v1/webhooks answers the new secret, which a page must not display).
 import { html } from 'htm/preact'
 import { useEffect, useState } from 'preact/hooks'
-import { ApiError, call, canAct, get, session as login } from './api.js'
+import { api, canAct, session as login, type MasklineError } from './api.js'
 import { maskDigits, time } from './format.js'
 
 interface Delivery { id: string; event: string; url: string; statusCode: number; success: boolean; attemptCount: number; error: string | null; requestedAt: string; completedAt: string }
@@ -19,11 +19,9 @@ export function WebhooksPage() {
   const after = cursors[cursors.length - 1]
 
   const loadLog = () => {
-    const q = new URLSearchParams({ limit: '25' })
-    if (after) q.set('after', after)
-    get<Page<Delivery>>(`/v1/console/webhooks/logs?${q}`).then(setLog, (e: Error) => setError(e.message))
+    api<Page<Delivery>>(c => c.console.webhooks.logs({ limit: 25, ...(after ? { after } : {}) }).first()).then(setLog, (e: Error) => setError(e.message))
   }
-  useEffect(() => { get<Webhook>('/v1/console/webhooks').then(setCfg, (e: Error) => setError(e.message)) }, [])
+  useEffect(() => { api<Webhook>(c => c.console.webhooks.list()).then(setCfg, (e: Error) => setError(e.message)) }, [])
   useEffect(() => {
     loadLog()
     const t = setInterval(loadLog, 15_000) // slow: it counts against the tenant's rate limit
@@ -32,9 +30,9 @@ export function WebhooksPage() {
 
   const sendTest = () => {
     setNotice(null)
-    call<{ event: { id: string } }>('POST', '/v1/console/webhooks/test').then(
+    api(c => c.console.webhooks.test()).then(
       r => { setNotice(`Test event ${r.event.id} queued`); for (const ms of [1_000, 4_000]) setTimeout(loadLog, ms) }, // delivered within seconds
-      (e: ApiError) => setNotice(`Send test refused: ${e.message}`),
+      (e: MasklineError) => setNotice(`Send test refused: ${e.message}`),
     )
   }
 

@@ -1,0 +1,10 @@
+// @maskline/sdk: the client of the maskline number-masking API (see README.md).
+export { Maskline, type MasklineOptions } from './client.js'
+export { MasklineError, problemSlug, type FieldIssue, type Problem } from './errors.js'
+export { Paginated, type Page } from './paginate.js'
+export { EventStream, RESYNC_CLOSE_CODE, type StreamEvent, type StreamItem, type StreamOptions, type WebSocketConstructor, type WebSocketLike } from './stream.js'
+export { verifyWebhook, type WebhookHeaders } from './webhooks.js'
+export type { RetryOptions } from './http.js'
+export type { Credentials } from './auth.js'
+export type * from './types.js'
+export type { components, operations, paths } from './openapi.js'
