@@ -178,7 +178,12 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
     const mark = lateMarks.get(data.tenantId)
     // The frame `after` cannot have reached the client before its id's time: a late event that
     // came since then, with a smaller id, may have been missed.
-    if (!opts.replay || (mark && mark.at >= idTime(after) && mark.minId < after)) return resync(ws, opts.replay ? 'late event since the cursor' : 'no replay source')
+    // A close from inside uWS's open callback never reaches the client: every refusal and the
+    // replay start a turn later (the resume is registered now, so no live event is missed).
+    if (!opts.replay || (mark && mark.at >= idTime(after) && mark.minId < after)) {
+      setImmediate(() => resync(ws, opts.replay ? 'late event since the cursor' : 'no replay source'))
+      return
+    }
     const resume = data.resume = createResume({
       sendAll(frames) { if (!data.closed) ws.cork(() => { for (const f of frames) ws.send(f, false) }) },
       buffered: () => (data.closed ? 0 : ws.getBufferedAmount()),
@@ -195,7 +200,7 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
       source: opts.replay, settleMs, windowMs: replayWindowMs, now: Date.now,
       onError: err => log.warn({ err, code: 'stream-replay' }, 'recoverable error'),
     })
-    void resume.run()
+    setImmediate(() => { void resume.run() })
   }
 
   function refuse(res: HttpResponse, slug: ProblemSlug, detail?: string, errors?: FieldIssue[]): void {

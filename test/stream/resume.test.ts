@@ -11,10 +11,16 @@ import { startTestService, type TestService } from '../support/service.js'
 import { connectWs, type HandshakeRefused, type WsClient } from '../support/ws-client.js'
 import { issueToken } from '../../api/auth/tokens.js'
 import { uuidv7 } from '../../api/vocabulary/ids.js'
-import { newEnvelope, type EventEnvelope } from '../../api/vocabulary/event-envelope.js'
+import { buildEnvelope, type EventEnvelope, type EventData, type EventType } from '../../api/vocabulary/event-envelope.js'
 import { insertOutbox } from '../../sql/outbox.js'
 
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
+
+/** An event whose id says `ms` (uuidv7() never goes back in time), the `n`th of that millisecond. */
+function eventAt(type: EventType, ms: number, n: number, data: EventData): EventEnvelope {
+  const h = ms.toString(16).padStart(12, '0')
+  return buildEnvelope(`${h.slice(0, 8)}-${h.slice(8)}-7000-8000-${n.toString(16).padStart(12, '0')}`, type, ms, data)
+}
 
 async function stream(t: Test, api: TestService, token: string, query = ''): Promise<WsClient> {
   const c = await connectWs(`${api.url}/v1/stream${query}`, { headers: { authorization: `Bearer ${token}` } })
@@ -108,7 +114,7 @@ t.test('after: too old, unknown or another tenant\'s closes with 4410; malformed
   t.equal((await outboxIds(api, acct.tenantId, '00000000-0000-0000-0000-000000000000')).includes(created!.id), true, 'the frame\'s id is the outbox row\'s id')
 
   // 25 h old and still in the outbox: out of the 24 h window.
-  const old = newEnvelope('session.created', Date.now() - 25 * 3_600_000, { sessionId: uuidv7(), tenantId: acct.tenantId, proxyNumber: '+12025550100', state: 'ACTIVE' })
+  const old = eventAt('session.created', Date.now() - 25 * 3_600_000, 0, { sessionId: uuidv7(), tenantId: acct.tenantId, proxyNumber: '+12025550100', state: 'ACTIVE' })
   await insertOutbox(api.svc.db.pool, [old])
   for (const [what, after, token] of [['too old', old.id, acct.token], ['unknown', uuidv7(), acct.token], ['another tenant\'s', created!.id, other.token]] as const) {
     const c = await stream(t, api, token, `?after=${after}`)
@@ -139,11 +145,11 @@ t.test('a backlog many times the 1 MiB socket limit is replayed to a client that
   const acct = await api.signup()
   const N = 30_000
   const base = Date.now() - 3_600_000
-  const backlog = Array.from({ length: N }, (_, i) => newEnvelope('call.ended', base + i, {
+  const backlog = Array.from({ length: N }, (_, i) => eventAt('call.ended', base + i, i, {
     sessionId: uuidv7(), tenantId: acct.tenantId, proxyNumber: '+12025550100', callId: uuidv7(), direction: 'A_TO_B', status: 'COMPLETED', durationSeconds: i,
   }))
   for (let i = 0; i < N; i += 5_000) await insertOutbox(api.svc.db.pool, backlog.slice(i, i + 5_000))
-  const cursor = newEnvelope('session.created', base - 1, { sessionId: uuidv7(), tenantId: acct.tenantId, proxyNumber: '+12025550100', state: 'ACTIVE' })
+  const cursor = eventAt('session.created', base - 1, 0, { sessionId: uuidv7(), tenantId: acct.tenantId, proxyNumber: '+12025550100', state: 'ACTIVE' })
   await insertOutbox(api.svc.db.pool, [cursor])
 
   const c = await stream(t, api, acct.token, `?after=${cursor.id}`)
