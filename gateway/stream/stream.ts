@@ -155,7 +155,7 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
   function release(e: EventEnvelope, late: boolean): void {
     const tenantId = e.data.tenantId
     if (late) {
-      log.info({ code: 'stream-late-event', tenantId, lateMs: Date.now() - idTime(e.id) }, 'stream event committed after its settle time')
+      log.debug({ code: 'stream-late-event', tenantId, lateMs: Date.now() - idTime(e.id) }, 'stream event committed after its settle time')
       const mark = lateMarks.get(tenantId)
       lateMarks.set(tenantId, { at: Date.now(), minId: mark && mark.minId < e.id ? mark.minId : e.id })
     }
