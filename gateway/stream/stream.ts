@@ -3,7 +3,9 @@
 // `upgrade` before the socket exists; each socket subscribes to its tenant's topic (or to one
 // topic per requested type) and events fan out with `app.publish`: one serialization per event,
 // the loop over sockets stays in C++. Slow consumers are closed at the backpressure limit so
-// they never hold memory or slow the others.
+// they never hold memory or slow the others. Events go out in id order, each held STREAM_SETTLE_MS
+// (gateway/stream/settle.ts), so a client's last id is a sound cursor for `?after=<id>`, which
+// replays the outbox before going live (gateway/stream/resume.ts; README "WebSocket stream").
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import type { EventEnvelope, EventType } from '../../api/vocabulary/event-envelope.js'
