@@ -39,6 +39,8 @@ export const EnvSchema = Type.Object({
   TRUSTED_PROXY: Type.Optional(Type.String({ minLength: 1 })),
   SHUTDOWN_GRACE_SECONDS: Type.Optional(Int),
   RECORD_FLUSH_MS: Type.Optional(Int),
+  STREAM_REPLAY_HOURS: Type.Optional(Int),
+  STREAM_SETTLE_MS: Type.Optional(Int),
   RECONCILE_MS: Type.Optional(Int),
   BUS_MAXLEN: Type.Optional(Int),
   BUS_STREAM: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
@@ -78,6 +80,10 @@ export interface Config {
   metricsPort: number | null
   /** RECORD_FLUSH_MS: the record writer's group-commit interval (default 10). */
   recordFlushMs: number
+  /** STREAM_REPLAY_HOURS: how far back `GET /v1/stream?after=` resumes (default 24, at most the retention). */
+  streamReplayHours: number
+  /** STREAM_SETTLE_MS: how long a live stream event is held to go out in id order (default 1000, gateway/stream/settle.ts). */
+  streamSettleMs: number
   /** ACCESS_LOG: 'all' writes a line per request; 'failures' only answers ≥ 400 and slow ones. */
   accessLog: 'all' | 'failures'
   /** RECONCILE_MS: the period of the reconciliation sweep from Postgres (docs/scaling.md; default 30 s). */
@@ -132,6 +138,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (signature === 'hmac-sha1' && !e.CPAAS_HMAC_SECRET) throw new ConfigError('invalid configuration: CPAAS_HMAC_SECRET is required with CPAAS_SIGNATURE=hmac-sha1')
   const retentionDays = e.RETENTION_DAYS !== undefined ? Number(e.RETENTION_DAYS) : 90
   if (retentionDays < 30) throw new ConfigError('invalid configuration: RETENTION_DAYS must be at least 30')
+  const streamReplayHours = e.STREAM_REPLAY_HOURS !== undefined ? Number(e.STREAM_REPLAY_HOURS) : 24
+  // The replay reads the outbox, which sql/retention.ts never purges; the bound keeps it that way
+  // for any later purge, which must keep at least RETENTION_DAYS.
+  if (streamReplayHours < 1 || streamReplayHours > retentionDays * 24) throw new ConfigError('invalid configuration: STREAM_REPLAY_HOURS must be 1 to RETENTION_DAYS × 24')
   const trustedProxies = (e.TRUSTED_PROXY ?? '').split(',').map(p => p.trim()).filter(Boolean).map(p => canonicalIp(p) ?? '')
   if (trustedProxies.includes('')) throw new ConfigError(`invalid configuration: TRUSTED_PROXY=${JSON.stringify(e.TRUSTED_PROXY)} must be IP addresses, comma-separated`)
 
@@ -177,6 +187,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL ?? 'info',
     metricsPort,
     recordFlushMs: e.RECORD_FLUSH_MS !== undefined ? Math.max(1, Number(e.RECORD_FLUSH_MS)) : 10,
+    streamReplayHours,
+    streamSettleMs: e.STREAM_SETTLE_MS !== undefined ? Math.min(60_000, Number(e.STREAM_SETTLE_MS)) : 1_000,
     accessLog: e.ACCESS_LOG ?? 'all',
     reconcileMs: e.RECONCILE_MS !== undefined ? Math.max(100, Number(e.RECONCILE_MS)) : 30_000,
     busMaxLen: e.BUS_MAXLEN !== undefined ? Math.max(100, Number(e.BUS_MAXLEN)) : 100_000,

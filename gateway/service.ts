@@ -65,6 +65,7 @@ import { SandboxProvider } from '../api/cpaas/sandbox-provider.js'
 import { createDispatcher } from './webhooks/dispatcher.js'
 import { registerStream, type Stream } from './stream/stream.js'
 import { streamTokenVerifier } from './stream/auth.js'
+import { outboxReplaySource } from './stream/replay-source.js'
 import { registerConsole } from './console.js'
 import { createServiceMetrics, listenMetrics, type ServiceMetrics } from './metrics.js'
 
@@ -380,6 +381,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
           verifyTenantToken: streamTokenVerifier(services.authenticator),
           log, publicBaseUrl: () => services.config.publicBaseUrl, now, onClose: metrics.streamClosed,
           selfUrl: () => (boundPort === null ? null : listenerUrl(cfg.host, boundPort)),
+          settleMs: cfg.streamSettleMs, replayWindowMs: cfg.streamReplayHours * 3_600_000, replay: outboxReplaySource(db.pool),
         })
         registerConsole(app, { log, publicBaseUrl: () => services.config.publicBaseUrl }) // GET /console (#15)
       },

@@ -70,11 +70,28 @@ export function floorId(ms: number): string {
  */
 export async function outboxEventsAfter(db: Db, afterId: string, tenantIds: readonly string[], limit: number): Promise<EventEnvelope[]> {
   if (tenantIds.length === 0) return []
+  const rows = await outboxRowsAfter(db, { afterId, tenantIds, limit })
+  return rows.map(r => JSON.parse(r.json) as EventEnvelope)
+}
+
+/**
+ * outboxEventsAfter's read with an upper bound and a type filter, each envelope as its JSON text
+ * (a resumed WebSocket sends it as it is: gateway/stream/resume.ts). Same range scan of the key.
+ */
+export async function outboxRowsAfter(db: Db, q: { afterId: string; beforeId?: string; tenantIds: readonly string[]; types?: readonly string[] | null; limit: number }): Promise<Array<{ id: string; json: string }>> {
+  const before = q.beforeId === undefined ? sql.fragment`` : sql.fragment`AND id < ${q.beforeId}::uuid`
+  const types = q.types ? sql.fragment`AND type = ANY(${sql.array(q.types, 'text')})` : sql.fragment``
   return guard(async () => {
-    const rows = await db.anyFirst(sql.unsafe`
-      SELECT envelope FROM outbox
-      WHERE id > ${afterId}::uuid AND tenant_id = ANY(${sql.array(tenantIds, 'uuid')})
-      ORDER BY id LIMIT ${limit}`) as readonly unknown[]
-    return rows.map(r => (typeof r === 'string' ? JSON.parse(r) : r) as EventEnvelope)
+    const rows = await db.any(sql.unsafe`
+      SELECT id, envelope::text AS json FROM outbox
+      WHERE id > ${q.afterId}::uuid ${before} AND tenant_id = ANY(${sql.array(q.tenantIds, 'uuid')}) ${types}
+      ORDER BY id LIMIT ${q.limit}`) as ReadonlyArray<{ id: string; json: string }>
+    return rows.map(r => ({ id: r.id, json: r.json }))
   })
+}
+
+/** Whether the tenant's outbox holds the event `id` (a resume cursor is one of its own events). */
+export async function outboxHasEvent(db: Db, tenantId: string, id: string): Promise<boolean> {
+  return guard(async () => (await db.maybeOneFirst(sql.unsafe`
+    SELECT 1 FROM outbox WHERE id = ${id}::uuid AND tenant_id = ${tenantId}::uuid`)) !== null)
 }

@@ -4,7 +4,9 @@
 // Only these children are ever deleted: tenants and sessions never are, which is what lets the
 // write-hot record tables go without foreign keys (migration 005).
 // The outbox is not purged here: a node replays to its WebSocket clients what the bus lost from it
-// (issue 17, gateway/replay.ts, at most 10 minutes back); a purge of it must keep at least that.
+// (gateway/replay.ts, at most 10 minutes back) and a client resumes the stream from it
+// (`GET /v1/stream?after=`, STREAM_REPLAY_HOURS, at most RETENTION_DAYS: gateway/config.ts); a purge
+// of it must keep at least STREAM_REPLAY_HOURS.
 import { sql } from 'slonik'
 import { guard } from './errors.js'
 import type { Db } from './transaction.js'

@@ -53,7 +53,9 @@ function channelBits(names: readonly ('voice' | 'sms')[] | undefined): number | 
 }
 
 export function envelopesOf(events: EngineEvent[]): EventEnvelope[] {
-  return events.map(e => buildEnvelope(uuidv7(e.at), e.type, e.at, {
+  // The id is minted now, as the change is written (createdAt says when it happened): a resumed
+  // stream takes ids in the order they commit, within its settle time (gateway/stream/settle.ts).
+  return events.map(e => buildEnvelope(uuidv7(), e.type, e.at, {
     sessionId: e.sessionId,
     tenantId: e.tenantId,
     proxyNumber: e.proxyNumber,

@@ -3,7 +3,9 @@
 // `upgrade` before the socket exists; each socket subscribes to its tenant's topic (or to one
 // topic per requested type) and events fan out with `app.publish`: one serialization per event,
 // the loop over sockets stays in C++. Slow consumers are closed at the backpressure limit so
-// they never hold memory or slow the others.
+// they never hold memory or slow the others. Events go out in id order, each held STREAM_SETTLE_MS
+// (gateway/stream/settle.ts), so a client's last id is a sound cursor for `?after=<id>`, which
+// replays the outbox before going live (gateway/stream/resume.ts; README "WebSocket stream").
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import type { EventEnvelope, EventType } from '../../sql/vocabulary/event-envelope.js'
@@ -12,6 +14,9 @@ import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/prob
 import { statusLine } from '../http/respond.js'
 import { extractToken, type StreamPrincipal } from './auth.js'
 import { deferredUpgrades } from './deferred-upgrades.js'
+import { UUID_RE } from '../../sql/vocabulary/ids.js'
+import { createSettler, idTime } from './settle.js'
+import { createResume, RESYNC_CODE, RESYNC_REASON, type ReplaySource, type Resume } from './resume.js'
 
 const STREAM_PATH = '/v1/stream'
 /** Every type the stream carries: the nine subscribable ones and session.target_swapped. */
@@ -27,6 +32,11 @@ const typeTopic = (tenantId: string, type: string): string => `tenant/${tenantId
 interface SocketData {
   tenantId: string
   topics: string[]
+  /** `?after=`: the socket replays from this id before it goes live. */
+  after: string | null
+  types: EventType[] | null
+  resume?: Resume
+  closed?: boolean
   expMs: number | undefined
   expiryTimer?: NodeJS.Timeout
   /** performance.now() at open: how long a socket lived, for the abnormal-close line. */
@@ -56,7 +66,15 @@ export interface StreamOptions {
   now?: () => number
   /** Told of every client closed, with its close code (metrics). */
   onClose?: (code: number) => void
+  /** The outbox a resume (`?after=`) replays from; without it `after` closes with the resync code. */
+  replay?: ReplaySource
+  /** How long a live event is held to be released in id order (gateway/stream/settle.ts). Default 1000. */
+  settleMs?: number
+  /** How far back `after` may reach (STREAM_REPLAY_HOURS). Default 24 h. */
+  replayWindowMs?: number
 }
+
+export const DEFAULT_SETTLE_MS = 1_000
 
 export interface Stream {
   /** Fans one committed event out to its tenant's sockets on this node. */
@@ -70,16 +88,33 @@ export interface Stream {
   closeAll(): void
 }
 
-/** Publishes on `tenant/<id>` and `tenant/<id>/<type>`; a socket is on one or the other, never both. */
-export function publishEvent(app: TemplatedApp, envelope: EventEnvelope): void {
+/**
+ * Publishes on `tenant/<id>` and `tenant/<id>/<type>`; a socket is on one or the other, never both.
+ * `sentUpTo` (per topic, the largest id published) refuses an event that would go out behind a
+ * larger id: the topics it names are returned unpublished (their sockets must resynchronise).
+ */
+export function publishEvent(app: TemplatedApp, envelope: EventEnvelope, json?: string, sentUpTo?: Map<string, string>): string[] {
   const all = tenantTopic(envelope.data.tenantId)
   const typed = typeTopic(envelope.data.tenantId, envelope.type)
-  const toAll = app.numSubscribers(all) > 0
-  const toTyped = app.numSubscribers(typed) > 0
-  if (!toAll && !toTyped) return
-  const json = JSON.stringify(envelope)
-  if (toAll) app.publish(all, json)
-  if (toTyped) app.publish(typed, json)
+  const behind: string[] = []
+  for (const topic of [all, typed]) {
+    if (app.numSubscribers(topic) === 0) continue
+    const last = sentUpTo?.get(topic)
+    if (last !== undefined && envelope.id <= last) {
+      if (envelope.id < last) behind.push(topic) // the same id again was sent already: once is enough
+      continue
+    }
+    sentUpTo?.set(topic, envelope.id)
+    app.publish(topic, json ??= JSON.stringify(envelope))
+  }
+  return behind
+}
+
+function parseAfter(rawQuery: string): { ok: true; after: string | null } | { ok: false; issue: FieldIssue } {
+  const raw = new URLSearchParams(rawQuery).getAll('after')
+  if (raw.length === 0) return { ok: true, after: null }
+  if (raw.length > 1 || !UUID_RE.test(raw[0]!)) return { ok: false, issue: { field: 'after', issue: 'invalid_event_id' } }
+  return { ok: true, after: raw[0]!.toLowerCase() }
 }
 
 function parseTypes(rawQuery: string): { ok: true; types: EventType[] | null } | { ok: false; issue: FieldIssue } {
@@ -99,6 +134,76 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
   const now = opts.now ?? Date.now
   const sockets = new Set<WebSocket<SocketData>>()
   const later = deferredUpgrades(app, opts.selfUrl)
+  const settleMs = opts.settleMs ?? DEFAULT_SETTLE_MS
+  const replayWindowMs = opts.replayWindowMs ?? 24 * 3_600_000
+  const byTenant = new Map<string, Set<WebSocket<SocketData>>>()
+  /** Per topic with subscribers, the largest id published (publishEvent). */
+  const sentUpTo = new Map<string, string>()
+  /**
+   * Per tenant, the late events seen (the newest arrival, the smallest id): a client that left
+   * before one came and resumes past its id would never get it, so such a resume is refused.
+   * Memory of this node's lifetime, one entry per tenant.
+   */
+  const lateMarks = new Map<string, { at: number; minId: string }>()
+
+  const resync = (ws: WebSocket<SocketData>, why: string) => {
+    const data = ws.getUserData()
+    if (data.closed) return
+    log.info({ code: 'stream-resync', tenantId: data.tenantId, why }, 'stream client told to resynchronise')
+    ws.end(RESYNC_CODE, RESYNC_REASON)
+  }
+
+  /** A settled event (gateway/stream/settle.ts) to the topics' sockets and to the tenant's replaying sockets. */
+  function release(e: EventEnvelope, late: boolean): void {
+    const tenantId = e.data.tenantId
+    if (late) {
+      log.debug({ code: 'stream-late-event', tenantId, lateMs: Date.now() - idTime(e.id) }, 'stream event committed after its settle time')
+      const mark = lateMarks.get(tenantId)
+      lateMarks.set(tenantId, { at: Date.now(), minId: mark && mark.minId < e.id ? mark.minId : e.id })
+    }
+    const mine = byTenant.get(tenantId)
+    if (!mine) return
+    const json = JSON.stringify(e)
+    const behind = publishEvent(app, e, json, sentUpTo)
+    for (const ws of behind.length ? [...mine] : []) {
+      const d = ws.getUserData()
+      if (!d.resume && d.topics.some(topic => behind.includes(topic))) resync(ws, 'late event behind the live cursor')
+    }
+    for (const ws of mine) {
+      const r = ws.getUserData().resume
+      if (r && (!r.types || r.types.has(e.type))) r.live(e, json, late)
+    }
+  }
+  const settler = createSettler({ settleMs, now: Date.now, release }) // the clock ids are minted with
+
+  function startResume(ws: WebSocket<SocketData>, data: SocketData, after: string): void {
+    const mark = lateMarks.get(data.tenantId)
+    // The frame `after` cannot have reached the client before its id's time: a late event that
+    // came since then, with a smaller id, may have been missed.
+    // A close from inside uWS's open callback never reaches the client: every refusal and the
+    // replay start a turn later (the resume is registered now, so no live event is missed).
+    if (!opts.replay || (mark && mark.at >= idTime(after) && mark.minId < after)) {
+      setImmediate(() => resync(ws, opts.replay ? 'late event since the cursor' : 'no replay source'))
+      return
+    }
+    const resume = data.resume = createResume({
+      sendAll(frames) { if (!data.closed) ws.cork(() => { for (const f of frames) ws.send(f, false) }) },
+      buffered: () => (data.closed ? 0 : ws.getBufferedAmount()),
+      end(code, reason, why) {
+        if (code === RESYNC_CODE) return resync(ws, why)
+        if (!data.closed) ws.end(code, reason)
+      },
+      goLive() {
+        data.resume = undefined
+        for (const topic of data.topics) ws.subscribe(topic)
+      },
+      isClosed: () => data.closed === true,
+    }, data.tenantId, after, data.types, {
+      source: opts.replay, settleMs, windowMs: replayWindowMs, now: Date.now,
+      onError: err => log.warn({ err, code: 'stream-replay' }, 'recoverable error'),
+    })
+    setImmediate(() => { void resume.run() })
+  }
 
   function refuse(res: HttpResponse, slug: ProblemSlug, detail?: string, errors?: FieldIssue[]): void {
     const doc = renderProblem(baseUrl(), slug, detail, errors)
@@ -131,6 +236,8 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
 
       const types = parseTypes(rawQuery)
       if (!types.ok) { refuse(res, 'validation', 'types must name stream event types', [types.issue]); return }
+      const after = parseAfter(rawQuery)
+      if (!after.ok) { refuse(res, 'validation', 'after must be the id (a UUID) of an event of the stream', [after.issue]); return }
       const { token, protocol } = extractToken(authorization, secProtocol)
       if (!token) { refuse(res, 'unauthorized', 'a tenant or dashboard token is required on the handshake'); return }
 
@@ -145,7 +252,7 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
           if (principal === 'forbidden') return refuse(res, 'forbidden', 'the tenant is suspended')
           const { tenantId } = principal
           const topics = types.types ? types.types.map(t => typeTopic(tenantId, t)) : [tenantTopic(tenantId)]
-          res.upgrade<SocketData>({ tenantId, topics, expMs: principal.expMs }, secKey, protocol, secExtensions, context)
+          res.upgrade<SocketData>({ tenantId, topics, expMs: principal.expMs, after: after.after, types: types.types }, secKey, protocol, secExtensions, context)
         })
       }
       const failed = (err: unknown) => {
@@ -177,25 +284,40 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
     open(ws: WebSocket<SocketData>) {
       const data = ws.getUserData()
       data.openedAt = performance.now()
-      for (const topic of data.topics) ws.subscribe(topic)
       sockets.add(ws)
+      const mine = byTenant.get(data.tenantId)
+      if (mine) mine.add(ws); else byTenant.set(data.tenantId, new Set([ws]))
+      if (data.after === null) for (const topic of data.topics) ws.subscribe(topic)
       // A token is good for 900 s; the stream does not outlive it (the client reconnects with a fresh one).
       if (data.expMs !== undefined) {
         const ms = Math.max(0, data.expMs - now())
-        data.expiryTimer = setTimeout(() => ws.end(1008, 'token expired'), Math.min(ms, 2 ** 31 - 1))
+        data.expiryTimer = setTimeout(() => { if (!data.closed) ws.end(1008, 'token expired') }, Math.min(ms, 2 ** 31 - 1))
         data.expiryTimer.unref()
       }
       log.debug({ tenantId: data.tenantId }, 'stream open')
+      if (data.after !== null) startResume(ws, data, data.after) // last: it may close the socket at once
     },
 
     message() {
       // Nothing is expected from clients; ignoring keeps a chatty client harmless.
     },
 
+    drain(ws: WebSocket<SocketData>) {
+      ws.getUserData().resume?.drained()
+    },
+
     close(ws: WebSocket<SocketData>, code: number, message: ArrayBuffer) {
       const data = ws.getUserData()
+      data.closed = true
       if (data.expiryTimer) clearTimeout(data.expiryTimer)
       sockets.delete(ws)
+      if (data.resume) data.resume.drained() // its replay, waiting for a drain, sees the close
+      const mine = byTenant.get(data.tenantId)
+      mine?.delete(ws)
+      if (mine?.size === 0) {
+        byTenant.delete(data.tenantId)
+        for (const topic of [tenantTopic(data.tenantId), ...STREAM_EVENT_TYPES.map(ty => typeTopic(data.tenantId, ty))]) sentUpTo.delete(topic)
+      }
       opts.onClose?.(code)
       const livedMs = data.openedAt === undefined ? null : Math.round(performance.now() - data.openedAt)
       if (code === 1006 && livedMs !== null && livedMs < EARLY_ABNORMAL_CLOSE_MS) {
@@ -208,12 +330,13 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
   })
 
   return {
-    publishEvent: envelope => publishEvent(app, envelope),
+    publishEvent: envelope => settler.add(envelope),
     connectionCount: () => sockets.size,
     deferredUpgrades: () => later.count(),
     tenantIds: () => [...new Set([...sockets].map(ws => ws.getUserData().tenantId))],
     closeAll() {
       later.close()
+      settler.flush()
       for (const ws of [...sockets]) ws.end(1001, 'server shutting down')
     },
   }

@@ -87,8 +87,11 @@ export interface CallEventData {
  * call's CPU in the voice bench, bench/RESULTS.md issue #12, fourteenth session).
  */
 export function callEnvelope(type: 'call.incoming' | 'call.answered' | 'call.ended' | 'call.failed', at: number, d: CallEventData): EventEnvelope {
+  // The id is minted now, as the record batch is written, not at `at` (the call's start, the
+  // provider's callback time): a resumed stream takes ids in the order they commit, within its
+  // settle time (gateway/stream/settle.ts). createdAt says when it happened.
   return {
-    id: uuidv7(at), type, createdAt: isoTime(at),
+    id: uuidv7(), type, createdAt: isoTime(at),
     data: {
       sessionId: d.sessionId, tenantId: d.tenantId, proxyNumber: d.proxyNumber, callId: d.callId,
       direction: d.direction, status: d.status, durationSeconds: d.durationSeconds,

@@ -13,7 +13,7 @@ import { connectWs, encodeFrame, type HandshakeRefused, type WsClient } from '..
 const silent = { debug() {}, info() {}, warn() {}, error() {} }
 const jwtSecret = new TextEncoder().encode('stream-test-secret-that-is-32-bytes-long!')
 
-async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: Set<string>; log?: StreamOptions['log']; selfUrl?: () => string | null } = {}) {
+async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: Set<string>; log?: StreamOptions['log']; selfUrl?: () => string | null; settleMs?: number } = {}) {
   const app = uWS.App()
   let port: number | null = null
   const stream: Stream = registerStream(app, {
@@ -25,6 +25,7 @@ async function startApp(t: Test, opts: { maxBackpressure?: number; suspended?: S
     log: opts.log ?? silent,
     publicBaseUrl: () => 'http://maskline.test',
     ...(opts.maxBackpressure ? { maxBackpressure: opts.maxBackpressure } : {}),
+    ...(opts.settleMs !== undefined ? { settleMs: opts.settleMs } : {}),
   })
   const listen = await new Promise<uWS.us_listen_socket>((resolve, reject) =>
     app.listen('127.0.0.1', 0, s => (s ? resolve(s) : reject(new Error('listen failed')))))
@@ -170,7 +171,7 @@ t.test('the stream closes when the token expires', async t => {
 })
 
 t.test('a stalled reader is dropped at the backpressure limit; the others keep up', async t => {
-  const s = await startApp(t) // default limit: 1 MiB
+  const s = await startApp(t, { settleMs: 0 }) // default limit: 1 MiB; each event out as it comes
   const a = uuidv7()
   const token = await tenantToken(a)
   const stalled = await s.connect({ ...bearer(token), keepMessages: false })
@@ -178,12 +179,11 @@ t.test('a stalled reader is dropped at the backpressure limit; the others keep u
   let healthyCount = 0
   healthy.onMessage = () => { healthyCount++ }
   stalled.socket.pause() // stops reading: the kernel buffers fill, then uWS buffers, then the limit
-  const e = event(a, 'sms.received')
   let published = 0
   let stalledClosedAfter = -1
   const started = Date.now()
   for (let batch = 0; batch < 400 && stalledClosedAfter < 0; batch++) {
-    for (let i = 0; i < 500; i++) { s.stream.publishEvent(e); published++ }
+    for (let i = 0; i < 500; i++) { s.stream.publishEvent(event(a, 'sms.received')); published++ } // each its own id: an id is sent once
     await new Promise(r => setImmediate(r))
     if (s.stream.connectionCount() < 2) stalledClosedAfter = published
   }

@@ -16,6 +16,8 @@ export interface WsClient {
   waitForMessages(n: number, timeoutMs?: number): Promise<void>
   /** Resolves with the close code (1006 when the connection dropped without a close frame). */
   closed: Promise<number>
+  /** The reason of the server's close frame ('' until one came). */
+  closeReason: string
   pingsReceived: number
   close(code?: number): void
 }
@@ -103,6 +105,7 @@ export function connectWs(
         socket,
         onMessage: null,
         pingsReceived: 0,
+        closeReason: '',
         closed: new Promise<number>(r => { resolveClosed = r }),
         waitForMessages(n, timeoutMs = 5_000) {
           if (client.messages.length >= n) return Promise.resolve()
@@ -129,6 +132,7 @@ export function connectWs(
         if (opcode === 0xa) return
         if (opcode === 0x8) {
           closeCode = payload.length >= 2 ? payload.readUInt16BE(0) : 1005
+          client.closeReason = payload.subarray(2).toString('utf8')
           if (!socket.destroyed) socket.end(encodeFrame(0x8, payload.subarray(0, 2)))
           return
         }

@@ -1,0 +1,105 @@
+// The stream's id order (gateway/stream/settle.ts) on a real uWS app: events that commit out of id
+// order within the settle time go out in id order; one that comes later than that closes, with
+// 4410, the sockets already past it (and no other); a resume's replay (here from an in-memory
+// source) and the live events published while it runs meet with no gap and no duplicate.
+import t, { type Test } from 'tap'
+import uWS from 'uWebSockets.js'
+import { buildEnvelope, type EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
+import { uuidv7 } from '../../sql/vocabulary/ids.js'
+import { registerStream } from '../../gateway/stream/stream.js'
+import type { ReplaySource } from '../../gateway/stream/resume.js'
+import { connectWs, type WsClient } from '../support/ws-client.js'
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} }
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
+
+function eventAt(tenantId: string, ms: number, n: number, type: EventEnvelope['type'] = 'session.created'): EventEnvelope {
+  const h = ms.toString(16).padStart(12, '0')
+  return buildEnvelope(`${h.slice(0, 8)}-${h.slice(8)}-7000-8000-${n.toString(16).padStart(12, '0')}`, type, ms, {
+    sessionId: uuidv7(), tenantId, proxyNumber: '+12025550100', state: 'ACTIVE',
+  })
+}
+
+async function startApp(t: Test, settleMs: number, replay?: ReplaySource) {
+  const app = uWS.App()
+  let port = 0
+  const stream = registerStream(app, {
+    selfUrl: () => `http://127.0.0.1:${port}`, log: silent, settleMs, ...(replay ? { replay } : {}),
+    verifyTenantToken: token => ({ tenantId: token }), // the token is the tenant id here
+  })
+  const listen = await new Promise<uWS.us_listen_socket>((resolve, reject) => app.listen('127.0.0.1', 0, s => (s ? resolve(s) : reject(new Error('listen')))))
+  port = uWS.us_socket_local_port(listen)
+  const clients: WsClient[] = []
+  t.teardown(() => { for (const c of clients) c.socket.destroy(); stream.closeAll(); uWS.us_listen_socket_close(listen) })
+  return {
+    stream,
+    async connect(tenantId: string, query = '') {
+      const c = await connectWs(`http://127.0.0.1:${port}/v1/stream${query}`, { headers: { authorization: `Bearer ${tenantId}` } })
+      clients.push(c)
+      return c
+    },
+  }
+}
+
+const ids = (c: WsClient) => c.messages.map(m => (JSON.parse(m) as EventEnvelope).id)
+
+t.test('events that commit out of id order within the settle time go out in id order', async t => {
+  const s = await startApp(t, 200)
+  const a = uuidv7()
+  const c = await s.connect(a)
+  const now = Date.now()
+  const older = eventAt(a, now, 1), newer = eventAt(a, now, 2)
+  s.stream.publishEvent(newer) // committed first
+  s.stream.publishEvent(older)
+  await c.waitForMessages(2, 3_000)
+  t.same(ids(c), [older.id, newer.id])
+})
+
+t.test('an event later than the settle time closes with 4410 the sockets past it, and only those', async t => {
+  const s = await startApp(t, 100)
+  const a = uuidv7(), b = uuidv7()
+  const past = await s.connect(a)
+  const otherType = await s.connect(a, '?types=call.ended')
+  const otherTenant = await s.connect(b)
+  const now = Date.now()
+  s.stream.publishEvent(eventAt(a, now, 2))
+  s.stream.publishEvent(eventAt(b, now, 2))
+  await past.waitForMessages(1, 3_000)
+  await otherTenant.waitForMessages(1, 3_000)
+  s.stream.publishEvent(eventAt(a, now - 500, 1)) // minted before the one sent, committed 500 ms later
+  t.equal(await past.closed, 4410)
+  t.equal(past.closeReason, 'resync_required')
+  await sleep(100)
+  t.equal(s.stream.connectionCount(), 2, 'the socket of other types and the other tenant\'s stay')
+  t.same(otherType.messages, [])
+  s.stream.publishEvent(eventAt(a, Date.now() - 1_000, 3, 'call.ended'))
+  await otherType.waitForMessages(1, 3_000)
+})
+
+t.test('a replay and the live events published while it runs meet once each, in order', async t => {
+  const a = uuidv7()
+  const base = Date.now() - 60_000
+  const stored = Array.from({ length: 1_200 }, (_, i) => eventAt(a, base + i, i))
+  let pages = 0
+  let publishDuring: (() => void) | null = null
+  const source: ReplaySource = {
+    exists: async (tenantId, id) => tenantId === a && stored.some(e => e.id === id),
+    async page(q) {
+      if (++pages === 2) publishDuring?.()
+      await sleep(20)
+      return stored.filter(e => e.id > q.afterId && e.id < q.beforeId).slice(0, q.limit).map(e => ({ id: e.id, json: JSON.stringify(e) }))
+    },
+  }
+  const s = await startApp(t, 100, source)
+  const fresh = [eventAt(a, Date.now(), 1), eventAt(a, Date.now(), 2)]
+  // Live during the replay: two new events and one the replay also reads (the bus delivering an
+  // event the outbox holds already), all committed on time.
+  const both = eventAt(a, Date.now(), 0)
+  stored.push(both)
+  publishDuring = () => { for (const e of [both, ...fresh]) s.stream.publishEvent(e) }
+  const c = await s.connect(a, `?after=${stored[9]!.id}`)
+  const want = [...stored.slice(10), ...fresh].sort((x, y) => (x.id < y.id ? -1 : 1)).map(e => e.id)
+  await c.waitForMessages(want.length, 5_000)
+  await sleep(300)
+  t.same(ids(c), [...new Set(want)], 'every stored event after the cursor and the live ones, once each, in id order')
+})
