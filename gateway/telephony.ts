@@ -66,6 +66,8 @@ const XML = 'application/xml'
 const JSON_TYPE = 'application/json; charset=utf-8'
 const SMS_PATH = '/v1/webhooks/cpaas/sms'
 const RECENT_MAX = 100_000
+/** A provider retries a callback within seconds (its own timeout): ids older than this are forgotten (engine/recent.ts). */
+const RECENT_MS = 10 * 60_000
 const SMS_STATUS_RETRY_MS = [1_000, 5_000]
 const SMS_BUDGET_MS = 1_500
 const SMS_RETRY_AFTER_S = '5'
@@ -79,9 +81,9 @@ function uuidTime(id: string): number {
 export function createTelephony(d: TelephonyDeps): CallbackHandlers {
   const smsBudgetMs = d.smsBudgetMs ?? SMS_BUDGET_MS
   /** Recent provider ids → our ids: a replayed voice fetch gets the same callId and changes nothing. */
-  const calls = new Recent<string>(RECENT_MAX)
+  const calls = new Recent<string>(RECENT_MAX, { maxAgeMs: RECENT_MS, now: d.now })
   /** Inbound message ids whose forward is settled (handed over, dropped for good, or found done). */
-  const forwarded = new Recent<true>(RECENT_MAX)
+  const forwarded = new Recent<true>(RECENT_MAX, { maxAgeMs: RECENT_MS, now: d.now })
   /** Forwards under way, so a provider retry waits for the same one instead of starting another. */
   const forwarding = new Map<string, Promise<SmsOutcome>>()
 
