@@ -1,5 +1,9 @@
 // Single-node limiter (no REDIS_URL): per key, the admission times of the current window in a
-// ring of `limit` slots. Idle keys are swept so the map does not grow with every key ever seen.
+// ring of `limit` slots. Idle keys are swept so the map does not grow with every key ever seen,
+// and the keys are at most `maxKeys` (a flood of distinct addresses or emails within one window
+// would otherwise grow it by rate × window): past it, idle keys are swept at once and, if that is
+// not enough, the oldest keys (first seen) are dropped down to 90 % of the bound. A dropped key
+// starts a fresh window: the flood can cost an old key its count, never the node its memory.
 //
 // A ring, not an array that grows by push and is sliced as the window slides: the ring is
 // allocated once per key (again only if the key's limit rises), and a hit writes one number in
@@ -26,9 +30,13 @@ function ring(size: number, from?: Window): Window {
   return { times, head: 0, count: from.count }
 }
 
-export function createMemoryRateLimiter(o: { now(): number; sweepEvery?: number }): RateLimiter {
+/** Keys held at most (docs/memory-bounds.md). */
+export const MAX_KEYS = 100_000
+
+export function createMemoryRateLimiter(o: { now(): number; sweepEvery?: number; maxKeys?: number }): RateLimiter & { readonly size: number } {
   const windows = new Map<string, Window>()
   const sweepEvery = o.sweepEvery ?? 10_000
+  const maxKeys = o.maxKeys ?? MAX_KEYS
   let calls = 0
   let longestWindow = 60_000
 
@@ -38,13 +46,27 @@ export function createMemoryRateLimiter(o: { now(): number; sweepEvery?: number 
     for (const [k, w] of windows) if (w.count === 0 || newest(w) <= now - longestWindow) windows.delete(k)
   }
 
+  function makeRoom(now: number) {
+    sweep(now)
+    if (windows.size < maxKeys) return
+    let drop = windows.size - Math.floor(maxKeys * 0.9)
+    for (const k of windows.keys()) {
+      if (drop-- <= 0) break
+      windows.delete(k)
+    }
+  }
+
   return {
+    get size() { return windows.size },
     hit(key, limit, windowMs = 60_000): RateDecision {
       const now = o.now()
       if (windowMs > longestWindow) longestWindow = windowMs
       if (++calls % sweepEvery === 0) sweep(now)
       let w = windows.get(key)
-      if (!w) windows.set(key, (w = ring(Math.max(1, limit))))
+      if (!w) {
+        if (windows.size >= maxKeys) makeRoom(now)
+        windows.set(key, (w = ring(Math.max(1, limit))))
+      }
       const cutoff = now - windowMs
       const size = w.times.length
       while (w.count > 0 && w.times[w.head]! <= cutoff) {
