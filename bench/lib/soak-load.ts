@@ -35,6 +35,8 @@ export interface LiveSession { id: string; tenant: number; agent: string; custom
 export interface Node { url: string }
 export type Kind = 'voice' | 'callback' | 'sms' | 'read' | 'create' | 'swap' | 'end' | 'token' | 'stream'
 
+export interface SteadySpan { from: number; to: number }
+
 /** One answer: when, what, how long it took, its status (0: no answer). */
 export interface Sample { at: number; kind: Kind; ms: number; status: number }
 
@@ -44,8 +46,10 @@ export interface SoakLoad {
   answeredCalls: string[]
   /** Inbound message ids answered 200. */
   answeredSms: string[]
-  /** Event ids seen, per stream client that stayed connected the whole run (tenant 0's). */
+  /** Event ids seen, per steady stream client (tenant 0's; never dropped by the load). */
   steadyFrames: Array<Set<string>>
+  /** When each steady client was connected (the node ends a stream when its token expires). */
+  steadySpans: SteadySpan[][]
   /** When the steady clients were all connected. */
   steadySince: number
   /** Stops the traffic (the stream clients stay, for the final check). */
@@ -192,19 +196,30 @@ export function startSoakLoad(o: SoakLoadOpts): SoakLoad {
       return null
     }
   }
-  const steadyReady = Promise.all(Array.from({ length: steadyCount }, async (_, i) => {
-    const seen = new Set<string>()
-    steadyFrames.push(seen)
-    const c = await connect(i, id => seen.add(id))
-    if (!c) o.onError(`steady stream client ${i} could not connect`)
-    return c
+  // A steady client closed by the node (its token's lifetime ends the stream: 900 s) connects
+  // again at once with the tenant's current token; only its connected spans are checked.
+  const spans: SteadySpan[][] = []
+  const steady: Array<WsClient | null> = []
+  const keepSteady = async (i: number): Promise<void> => {
+    const c = await connect(i, id => steadyFrames[i]!.add(id))
+    steady[i] = c
+    if (!c) { o.onError(`steady stream client ${i} could not connect`); return }
+    const span: SteadySpan = { from: Date.now(), to: Infinity }
+    spans[i]!.push(span)
+    void c.closed.then(() => {
+      span.to = Date.now()
+      if (running) return keepSteady(i)
+    })
+  }
+  const steadyReady = Promise.all(Array.from({ length: steadyCount }, (_, i) => {
+    steadyFrames.push(new Set())
+    spans.push([])
+    return keepSteady(i)
   }))
   let steadySince = 0
-  const steady: Array<WsClient | null> = []
   const loops: Array<Promise<void>> = []
   const isRunning = () => running
-  const start = steadyReady.then(async cs => {
-    steady.push(...cs)
+  const start = steadyReady.then(async () => {
     steadySince = Date.now()
     for (let i = 0; i < o.rates.streamClients - steadyCount; i++) churn.push(await connect(i))
     let turn = 0
@@ -224,7 +239,7 @@ export function startSoakLoad(o: SoakLoadOpts): SoakLoad {
   })
 
   return {
-    samples, answeredCalls, answeredSms, steadyFrames,
+    samples, answeredCalls, answeredSms, steadyFrames, steadySpans: spans,
     get steadySince() { return steadySince },
     async stop() {
       running = false
@@ -232,6 +247,7 @@ export function startSoakLoad(o: SoakLoadOpts): SoakLoad {
       await Promise.all(loops)
     },
     close() {
+      running = false
       for (const c of [...steady, ...churn]) c?.socket.destroy()
     },
   }
