@@ -9,7 +9,9 @@
 //   scenarios  voice (1), ed25519 (2), sms (3), create (4), read (5), memory (6), fanout (7)
 //   optional   two-node (bench/scenarios/cluster.ts; REDIS_URL and DATABASE_URL): not in a full run, only
 //              through --only (and --smoke, where it skips without them); login-flood
-//              (bench/scenarios/login-flood.ts): only through --only
+//              (bench/scenarios/login-flood.ts): only through --only;
+//              soak (bench/scenarios/soak.ts): two nodes on a private Postgres and Redis for --minutes N (default 30)
+//              at --rate-scale x of its mix (default 1), only through --only
 // Servers run as child processes on core 1, wrk (or autocannon) on core 0, when taskset and two
 // cores exist. Output: `# …` progress, `bench: <name> <value> <unit>` per figure,
 // bench/results/<stamp>.jsonl, bench/results/latest.md (with the latency chart) and the
@@ -39,6 +41,7 @@ import { loginFloodScenario } from './scenarios/login-flood.js'
 import { bootFigures, engineHeap } from './scenarios/memory.js'
 import { createScenario, fetchTokens, readScenario } from './scenarios/rest.js'
 import { ensureServiceBuilt, serviceEntry, startService, type Service, type ServiceConfig } from './scenarios/service.js'
+import { soakScenario } from './scenarios/soak.js'
 import { smsScenario, startSmsProbe, type SmsProbe } from './scenarios/sms.js'
 import { voiceFiles, voiceScenario } from './scenarios/voice.js'
 
@@ -158,6 +161,7 @@ try {
 if (has('memory')) await step('memory (engine heap)', () => engineHeap(ctx))
 if (has('fanout')) await step('fanout (stream ceiling)', () => fanoutThroughput(ctx))
 if (has('login-flood')) await step('login-flood', () => loginFloodScenario(ctx))
+if (has('soak')) await step('soak', () => soakScenario(ctx, opts.minutes, opts.rateScale))
 
 /** --profile: one summary per loaded run from the profile the service wrote when it stopped. */
 function profiles(dir: string, windows: readonly ProfileWindow[]): void {

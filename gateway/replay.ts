@@ -66,7 +66,8 @@ export function createReplayer(d: ReplayDeps) {
   const skewMs = d.skewMs ?? SKEW_MS
   const maxWindowMs = d.maxWindowMs ?? MAX_WINDOW_MS
   const trailingMs = d.trailingMs ?? TRAILING_MS
-  const delivered = new Recent<true>(REMEMBER)
+  // Kept at least as long as a replay can reach back (its window and the skew): engine/recent.ts.
+  const delivered = new Recent<true>(REMEMBER, { maxAgeMs: 2 * (maxWindowMs + skewMs), now })
   /** Live events held while a replay runs (null: none runs). */
   let held: EventEnvelope[] | null = null
   /** The earliest `heardUntil` of the gaps not replayed yet. */

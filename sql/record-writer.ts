@@ -110,6 +110,8 @@ export interface RecordWriterOptions {
 
 /** Young calls remembered (two generations of half this), so their callbacks need no read. */
 const CALL_CACHE = 200_000
+/** …and for this long at most: a call's callbacks after it (a long call's end) read it back. */
+const CALL_CACHE_MS = 15 * 60_000
 
 export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions = {}): RecordWriter {
   const flushMs = opts.flushMs ?? 10
@@ -121,7 +123,7 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
   const retryMs = opts.retryMs ?? { first: 50, max: 1_000 }
   const onError = opts.onError ?? (() => {})
   const announce = opts.announce ?? (() => {})
-  const calls = new CallMemory(CALL_CACHE)
+  const calls = new CallMemory(CALL_CACHE, CALL_CACHE_MS)
   const stats: WriterStats = { pending: 0, spilled: 0, retries: 0, refused: 0 }
 
   let pending: Op[] = []
@@ -389,9 +391,10 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
 class CallMemory {
   readonly #byId: Recent<CallState>
   readonly #bySid: Recent<CallState>
-  constructor(max: number) {
-    this.#byId = new Recent(max)
-    this.#bySid = new Recent(max)
+  constructor(max: number, maxAgeMs: number) {
+    const age = { maxAgeMs, now: () => performance.now() }
+    this.#byId = new Recent(max, age)
+    this.#bySid = new Recent(max, age)
   }
   get(id: string): CallState | undefined { return this.#byId.get(id) }
   bySid(sid: string): CallState | undefined { return this.#bySid.get(sid) }

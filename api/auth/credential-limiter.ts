@@ -36,5 +36,5 @@ export async function credentialHit(s: Services, key: string, limit: number, win
 
 /** Keys held by this node's fallback, per kind (tests). */
 export function fallbackSizes(s: Services): Record<string, number> {
-  return Object.fromEntries([...fallbacksBy.get(s) ?? []].map(([kind, f]) => [kind, f.size()]))
+  return Object.fromEntries([...fallbacksBy.get(s) ?? []].map(([kind, f]) => [kind, f.size]))
 }

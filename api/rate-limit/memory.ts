@@ -1,5 +1,9 @@
 // Single-node limiter (no REDIS_URL): per key, the admission times of the current window in a
-// ring of `limit` slots. Idle keys are swept so the map does not grow with every key ever seen.
+// ring of `limit` slots. Idle keys are swept so the map does not grow with every key ever seen,
+// and the keys are at most `maxKeys` (a flood of distinct addresses or emails within one window
+// would otherwise grow it by rate × window): past it, idle keys are swept at once and, if that is
+// not enough, the oldest keys (first seen) are dropped down to 90 % of the bound. A dropped key
+// starts a fresh window: the flood can cost an old key its count, never the node its memory.
 //
 // A ring, not an array that grows by push and is sliced as the window slides: the ring is
 // allocated once per key (again only if the key's limit rises), and a hit writes one number in
@@ -26,20 +30,24 @@ function ring(size: number, from?: Window): Window {
   return { times, head: 0, count: from.count }
 }
 
+/** Keys held at most unless `maxKeys` says otherwise (docs/memory-bounds.md). */
+export const MAX_KEYS = 100_000
+
 export interface MemoryRateLimiterOptions {
   now(): number
   sweepEvery?: number
   /**
-   * At most this many keys: a new key past it drops the least recently hit one (O(1); idle keys
-   * also go with the sweep). Unset: unbounded (the tenant limit's keys are the tenants, a bounded set).
+   * At most this many keys (default MAX_KEYS). A new key past it sweeps the idle ones and, if that
+   * is not enough, drops the least recently hit tenth: Map order is recency, so a key being hit
+   * (an account under attack) is the last one dropped.
    */
   maxKeys?: number
 }
 
-export function createMemoryRateLimiter(o: MemoryRateLimiterOptions): RateLimiter & { size(): number } {
+export function createMemoryRateLimiter(o: MemoryRateLimiterOptions): RateLimiter & { readonly size: number } {
   const windows = new Map<string, Window>()
-  const maxKeys = o.maxKeys
   const sweepEvery = o.sweepEvery ?? 10_000
+  const maxKeys = o.maxKeys ?? MAX_KEYS
   let calls = 0
   let longestWindow = 60_000
 
@@ -49,18 +57,27 @@ export function createMemoryRateLimiter(o: MemoryRateLimiterOptions): RateLimite
     for (const [k, w] of windows) if (w.count === 0 || newest(w) <= now - longestWindow) windows.delete(k)
   }
 
+  function makeRoom(now: number) {
+    sweep(now)
+    if (windows.size < maxKeys) return
+    let drop = windows.size - Math.floor(maxKeys * 0.9)
+    for (const k of windows.keys()) {
+      if (drop-- <= 0) break
+      windows.delete(k)
+    }
+  }
+
   return {
-    size: () => windows.size,
+    get size() { return windows.size },
     hit(key, limit, windowMs = 60_000): RateDecision {
       const now = o.now()
       if (windowMs > longestWindow) longestWindow = windowMs
       if (++calls % sweepEvery === 0) sweep(now)
       let w = windows.get(key)
       if (!w) {
-        if (maxKeys !== undefined && windows.size >= maxKeys) windows.delete(windows.keys().next().value!)
+        if (windows.size >= maxKeys) makeRoom(now)
         windows.set(key, (w = ring(Math.max(1, limit))))
-      } else if (maxKeys !== undefined) {
-        // Map order is recency: a key being hit (an account under attack) is the last one dropped.
+      } else {
         windows.delete(key)
         windows.set(key, w)
       }

@@ -1,4 +1,4 @@
-// Command line of `npm run bench`: `[--smoke] [--profile] [--sessions N] [--only a,b] [--duration s] [--connections N]`.
+// Command line of `npm run bench`: `[--smoke] [--profile] [--sessions N] [--only a,b] [--duration s] [--connections N] [--minutes N] [--rate-scale x]`.
 export const SCENARIO_IDS = ['voice', 'ed25519', 'sms', 'create', 'read', 'memory', 'fanout'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]
 
@@ -10,9 +10,11 @@ export type BaselineId = (typeof BASELINE_IDS)[number]
  * without what they need). two-node: two service processes on one Postgres and one Redis
  * (issue 17); it needs REDIS_URL and DATABASE_URL, and at the default million sessions it would
  * boot two more services of ~1 GB each and add minutes to a full run. login-flood: sign-in under
- * a login flood and a signup flood (bench/login-flood.bench.ts, its own service child).
+ * a login flood and a signup flood (bench/login-flood.bench.ts, its own service child). soak: two
+ * nodes on a private Postgres and Redis for `--minutes` (bench/scenarios/soak.ts); not in --smoke
+ * (it runs minutes).
  */
-export const OPTIONAL_IDS = ['two-node', 'login-flood'] as const
+export const OPTIONAL_IDS = ['two-node', 'login-flood', 'soak'] as const
 export type OptionalId = (typeof OPTIONAL_IDS)[number]
 
 export type StepId = ScenarioId | BaselineId | OptionalId
@@ -41,6 +43,10 @@ export interface Options {
   warmup: number
   connections: number
   steps: ReadonlySet<StepId>
+  /** Minutes of the soak (`--only soak --minutes N`). */
+  minutes: number
+  /** The soak's request rates relative to its mix (bench/lib/soak-load.ts SOAK_RATES). */
+  rateScale: number
   /** The command line as given, for the report. */
   command: string
 }
@@ -63,7 +69,7 @@ export function parseArgs(argv: readonly string[]): Options {
     if (!Number.isFinite(n) || n < min) throw new UsageError(`${name} must be a number ≥ ${min}`)
     return n
   }
-  const known = new Set(['--smoke', '--profile', '--sessions', '--only', '--duration', '--connections'])
+  const known = new Set(['--smoke', '--profile', '--sessions', '--only', '--duration', '--connections', '--minutes', '--rate-scale'])
   for (const a of argv) if (a.startsWith('--') && !known.has(a)) throw new UsageError(`unknown option ${a}`)
 
   const sessions = Math.round(num('--sessions', smoke ? 2_000 : 1_000_000, 10))
@@ -71,7 +77,7 @@ export function parseArgs(argv: readonly string[]): Options {
   const only = value('--only')
   const steps = new Set<StepId>()
   const all: readonly string[] = [...SCENARIO_IDS, ...BASELINE_IDS, ...OPTIONAL_IDS]
-  const picked = only === undefined ? [...SCENARIO_IDS, ...(smoke ? OPTIONAL_IDS : [])] : only.split(',').map(s => s.trim()).filter(Boolean)
+  const picked = only === undefined ? [...SCENARIO_IDS, ...(smoke ? OPTIONAL_IDS.filter(s => s !== 'soak') : [])] : only.split(',').map(s => s.trim()).filter(Boolean)
   for (const p of picked) {
     if (!all.includes(p)) throw new UsageError(`--only: unknown step "${p}" (known: ${all.join(', ')})`)
     steps.add(p as StepId)
@@ -85,6 +91,8 @@ export function parseArgs(argv: readonly string[]): Options {
     unloadedDuration: smoke ? Math.min(1, duration) : Math.max(2, Math.min(5, duration / 2)),
     warmup: smoke ? 0 : Math.min(3, Math.max(1, duration / 5)),
     connections: Math.round(num('--connections', 32, 1)),
+    minutes: Math.round(num('--minutes', 30, 1)),
+    rateScale: num('--rate-scale', 1, 0.01),
     steps,
     command: ['npm run bench', ...(argv.length ? ['--', ...argv] : [])].join(' '),
   }

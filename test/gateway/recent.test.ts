@@ -16,3 +16,40 @@ t.test('keeps the newest 50,000 keys, forgets old ones, and a later set wins', a
   r.set(`CA${total - 1}`, -1)
   t.equal(r.get(`CA${total - 1}`), -1)
 })
+
+t.test('a count bound alone: filled far past it, it holds no more than max', async t => {
+  const r = new Recent<true>(1_000)
+  for (let i = 0; i < 50_000; i++) {
+    r.set(`k${i}`, true)
+    if (r.size > 1_000) t.fail(`held ${r.size} keys after ${i + 1} sets`)
+  }
+  t.ok(r.size <= 1_000 && r.size >= 500, `holds ${r.size}`)
+})
+
+t.test('with maxAgeMs: under steady traffic it holds about rate × maxAgeMs, each key between maxAgeMs / 2 and maxAgeMs (fake clock)', async t => {
+  let now = 0
+  const r = new Recent<number>(1_000_000, { maxAgeMs: 60_000, now: () => now })
+  // 100 keys a second for 10 minutes: 60,000 keys, ten times what a minute holds.
+  let most = 0
+  for (let i = 0; i < 60_000; i++) {
+    now = i * 10
+    r.set(`CA${i}`, i)
+    most = Math.max(most, r.size)
+  }
+  t.ok(most <= 6_000, `never more than a minute of keys (at most ${most})`)
+  t.ok(r.size >= 3_000, `at least half a minute of keys (${r.size})`)
+  t.equal(r.get('CA59999'), 59_999, 'the newest is there')
+  t.equal(r.get(`CA${60_000 - 3_000}`), 60_000 - 3_000, 'one set 30 s ago is there')
+  t.equal(r.get(`CA${60_000 - 6_001}`), undefined, 'one set more than 60 s ago is gone')
+})
+
+t.test('with maxAgeMs: after a pause longer than maxAgeMs nothing old answers, and the count bound still holds', async t => {
+  let now = 0
+  const r = new Recent<true>(100, { maxAgeMs: 1_000, now: () => now })
+  for (let i = 0; i < 1_000; i++) r.set(`a${i}`, true)
+  t.ok(r.size <= 100, `the count bound first (${r.size})`)
+  t.ok(r.get('a999'))
+  now = 1_000
+  t.equal(r.get('a999'), undefined, 'older than maxAgeMs: forgotten on the next look')
+  t.equal(r.size, 0)
+})

@@ -50,9 +50,12 @@ export interface CallbackContext {
 }
 
 const RECENT_MAX = 100_000
+/** A provider retries a callback within seconds (its own timeout): ids older than this are forgotten (engine/recent.ts). */
+const RECENT_MS = 10 * 60_000
 
 export function createCallbackContext(d: CallbackDeps): CallbackContext {
-  return { d, calls: new Recent<string>(RECENT_MAX), forwarded: new Recent<true>(RECENT_MAX), forwarding: new Map() }
+  const recent = <V>() => new Recent<V>(RECENT_MAX, { maxAgeMs: RECENT_MS, now: d.now })
+  return { d, calls: recent<string>(), forwarded: recent<true>(), forwarding: new Map() }
 }
 
 export const OUTCOME = {
