@@ -1,4 +1,4 @@
-// Logs are redacted by construction (DECISIONS 8): serializers never emit headers or bodies,
+// Logs are redacted by construction (contract D8): serializers never emit headers or bodies,
 // request lines carry the route pattern and never the URL, and errors are logged without their
 // message (a driver message can quote a phone number). As a safety net for a field logged by
 // mistake, every object is scrubbed before it is written: sensitive keys (and any key ending in

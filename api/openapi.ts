@@ -1,4 +1,4 @@
-// OpenAPI 3.1 from the route table (STYLE 5: the schemas are the single source). Every route
+// OpenAPI 3.1 from the route table (style 5: the schemas are the single source). Every route
 // appears once; problem responses are grouped by status with the slugs they can carry.
 import type { TSchema } from '@sinclair/typebox'
 import { problems, type ProblemSlug } from './problems.js'
@@ -38,7 +38,7 @@ export function routeProblems(r: RouteDef): ProblemSlug[] {
 }
 
 /**
- * Spec 8.1-8.3: what a 429 carries. `rate-limit` (the tenant's request limit, the sign-in and
+ * Contract 8.1-8.3: what a 429 carries. `rate-limit` (the tenant's request limit, the sign-in and
  * signup throttles) sends Retry-After and the X-RateLimit-* of the window; an account locked by
  * failed sign-ins sends Retry-After alone; `tier-session-limit` carries the X-RateLimit-* of the
  * request's own window, no Retry-After. test/gateway/openapi.test.ts compares these with what is sent.
@@ -51,7 +51,7 @@ const RATE_LIMIT_HEADERS = {
   'X-RateLimit-Policy': { description: 'The window: `sliding-window-60s`', schema: { type: 'string', enum: ['sliding-window-60s'] } },
 } as const
 
-/** DECISIONS 6: GET /v1/stream, a WebSocket (not an HTTP operation, so an extension beside `paths`). */
+/** contract D6: GET /v1/stream, a WebSocket (not an HTTP operation, so an extension beside `paths`). */
 function streamDescription(): Json {
   return {
     '/v1/stream': {

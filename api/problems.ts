@@ -1,13 +1,13 @@
-// The one catalog of problem types (STYLE 4, spec 7). Slug, status and title live here and
+// The one catalog of problem types (style 4, contract 7). Slug, status and title live here and
 // nowhere else; the gateway renders them as RFC 7807 documents.
 import type { Rejection } from '../engine/rejections.js'
 import { uuidv7 } from '../sql/vocabulary/ids.js'
 
 export const problems = {
-  // spec 7, in the order of its table
+  // contract 7, in the order of its table
   unauthorized: { status: 401, title: 'Missing, malformed or expired credentials' },
   forbidden: { status: 403, title: 'Not allowed for this token' },
-  // The spec's catalog lists 422 for the recording invariant; DECISIONS 4 settles it as 400.
+  // The catalog once listed 422 for the recording invariant; contract D4 settles it as 400.
   validation: { status: 400, title: 'Request validation failed' },
   'validation-error': { status: 400, title: 'Request validation failed' },
   'rate-limit': { status: 429, title: 'Too many requests' },
@@ -20,7 +20,7 @@ export const problems = {
   'pool-exhausted': { status: 503, title: 'No proxy number can carry this session' },
   'tier-session-limit': { status: 429, title: 'Concurrent session limit of the tier reached' },
   internal: { status: 500, title: 'Internal error; retry with backoff' },
-  // API-only slugs for HTTP-level failures the spec does not list.
+  // API-only slugs for HTTP-level failures contract 7 does not list.
   'method-not-allowed': { status: 405, title: 'Method not allowed on this path' },
   'payload-too-large': { status: 413, title: 'Request body too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported Content-Type' },
@@ -30,14 +30,14 @@ export const problems = {
 
 export type ProblemSlug = keyof typeof problems
 
-/** The slugs of spec 7 (the API-only ones above are extensions). Tested against the spec. */
+/** The slugs of contract 7 (the API-only ones above are extensions). Tested against docs/contract.md. */
 export const SPEC_SLUGS = [
   'unauthorized', 'forbidden', 'validation', 'validation-error', 'rate-limit', 'not-found', 'conflict',
   'target-conflict', 'invalid-target', 'session-end-failed', 'no-webhook', 'pool-exhausted',
   'tier-session-limit', 'internal',
 ] as const satisfies readonly ProblemSlug[]
 
-// Type-level check (STYLE 4): every engine rejection must have a catalog entry; removing one
+// Type-level check (style 4): every engine rejection must have a catalog entry; removing one
 // from the catalog breaks the build here.
 type Catalogued<T extends ProblemSlug> = T
 export type EngineRejectionSlug = Catalogued<Rejection>

@@ -9,10 +9,10 @@ import { MasklineError } from '../engine/errors.js'
 
 export type { ProblemSlug } from './problems.js'
 
-/** `any` = a tenant or a user token (spec 5.2). */
+/** `any` = a tenant or a user token (contract 5.2). */
 export type AuthKind = 'none' | 'tenant' | 'user' | 'any'
 
-/** DECISIONS 3: dashboard user roles. */
+/** contract D3: dashboard user roles. */
 export const Role = { OWNER: 'OWNER', ADMIN: 'ADMIN', OPERATOR: 'OPERATOR' } as const
 export type Role = (typeof Role)[keyof typeof Role]
 export const ROLES: readonly Role[] = Object.values(Role)
@@ -76,7 +76,7 @@ export interface RouteDef {
   /** Status → schema of the body (an allow-list), or null for an empty body. */
   response: Record<number, TSchema | null>
   problems: readonly ProblemSlug[]
-  /** Slug of validation failures; spec 4.4/4.7 use 'validation-error'. Default 'validation'. */
+  /** Slug of validation failures; contract 4.4/4.7 use 'validation-error'. Default 'validation'. */
   validationSlug?: 'validation' | 'validation-error'
   /** Body byte cap; default 16 KiB. */
   bodyLimit?: number
@@ -85,13 +85,13 @@ export interface RouteDef {
   /** Parse the raw body as application/x-www-form-urlencoded into `req.form` (provider callbacks). */
   form?: boolean
   /**
-   * A provider callback: the pipeline checks its signature on the raw body (DECISIONS 5) before
+   * A provider callback: the pipeline checks its signature on the raw body (contract D5) before
    * the handler runs, and answers `refusal` (403) when it does not verify.
    */
   signed?: { refusal: ApiReply; name: string }
   /** Default content type of replies (ApiReply.contentType wins); application/json when absent. */
   contentType?: string
-  /** Count against the tenant's per-minute limit (spec 8.1). Default: true for authenticated routes. */
+  /** Count against the tenant's per-minute limit (contract 8.1). Default: true for authenticated routes. */
   rateLimit?: boolean
   /**
    * The handler reads `req.ip` (per-address throttles). Only these routes ask uWS for the peer

@@ -14,7 +14,7 @@ export interface ServiceConfig {
   cooldownSeconds: number
   retentionDays: number
   webhookAllowInsecure: boolean
-  /** TRUSTED_PROXY (DECISIONS 1): peers whose X-Forwarded-For is believed. None: the peer is the client. */
+  /** TRUSTED_PROXY (contract D1): peers whose X-Forwarded-For is believed. None: the peer is the client. */
   trustedProxies?: readonly string[]
 }
 
@@ -34,10 +34,10 @@ export interface TenantLookup {
   get(id: string): Promise<{ id: string; salt: Buffer; status: string } | null>
 }
 
-/** Spec 2.9, one per region and provider. */
+/** Contract 2.9, one per region and provider. */
 export interface PoolEntry { region: string; provider?: string; total: number; available: number; inUse: number; cooldown: number }
 
-/** Spec 4.11. `openedAt` in epoch ms or ISO 8601. */
+/** Contract 4.11. `openedAt` in epoch ms or ISO 8601. */
 export interface ProviderHealth { name: string; state: 'CLOSED' | 'OPEN' | 'HALF_OPEN'; openedAt: number | string | null; lastError: string | null }
 
 export interface Services {
@@ -46,9 +46,9 @@ export interface Services {
   db: DatabasePool
   /** JWT key (HS256, ≥ 32 bytes). */
   jwtSecret: Uint8Array
-  /** Server key for API-secret MACs and, through HKDF, party hashes (DECISIONS 2/3). */
+  /** Server key for API-secret MACs and, through HKDF, party hashes (contract D2/D3). */
   phoneKey: Buffer
-  /** HMAC of a party number under the tenant's salt (DECISIONS 2). */
+  /** HMAC of a party number under the tenant's salt (contract D2). */
   hashParty(salt: Buffer, e164: string): string
   now(): number
   /**
@@ -58,11 +58,11 @@ export interface Services {
   authenticator: Authenticator
   sessions?: SessionCommands
   tenants?: TenantLookup
-  /** Sliding-window limiter (spec 8): api/rate-limit/limiter.ts composeRateLimiter, over Redis with REDIS_URL. */
+  /** Sliding-window limiter (contract 8): api/rate-limit/limiter.ts composeRateLimiter, over Redis with REDIS_URL. */
   rateLimiter: RateLimiter
-  /** Pool counts per region and provider (spec 4.8) from the engine; counted in Postgres otherwise. */
+  /** Pool counts per region and provider (contract 4.8) from the engine; counted in Postgres otherwise. */
   poolCounts?: () => PoolEntry[]
-  /** Provider circuit breakers (spec 4.11); an empty list otherwise. */
+  /** Provider circuit breakers (contract 4.11); an empty list otherwise. */
   cpaasHealth?: () => ProviderHealth[]
   /**
    * Called after a tenant, its configuration or its API keys changed through this node; the

@@ -4,7 +4,7 @@
 // per-line work), into an asynchronous destination that writes 8 KiB at a time. Issue #12 asks
 // for ≤ 2 µs a line, or a documented policy.
 //
-// Side by side, in one process, the same loop of lines (STYLE 8):
+// Side by side, in one process, the same loop of lines (style 8):
 //   service          the line exactly as finish() writes it at LOG_LEVEL=info (the default), into
 //                    the service's own stdout destination (api/log.ts createAppendDestination) on
 //                    /dev/null: lines appended to an array, written joined 8 KiB at a time

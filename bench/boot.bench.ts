@@ -9,7 +9,7 @@
 // sessions on ENTERPRISE) into a fresh database: next to DATABASE_URL when it is set, else an
 // embedded PGlite in a temporary DATA_DIR. M more sessions (default 0) are written already past
 // their deadline, so the boot has them to expire. --calls K gives every live session K call
-// records (then VACUUM ANALYZE, as autovacuum would have run by then): spec 2.2 callCount and
+// records (then VACUUM ANALYZE, as autovacuum would have run by then): contract 2.2 callCount and
 // lastCallAt are counted from them at boot (migration 011). Then the service is started as `npm start`
 // does (the compiled dist/gateway/main.js with `npm start`'s Node flags, built first when stale, as
 // `npm run bench` starts it; configured through its environment only) and timed to its "listening" log line, which carries startService's own figure (bootMs: database, rebuild,

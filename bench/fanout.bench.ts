@@ -1,6 +1,6 @@
 // Question: how many events per second can one node fan out on the WebSocket stream to 1,000
 // connected sockets of one tenant, and what is the publish→receive latency at a steady rate?
-// Baseline in the same run (STYLE 8): the same events written with a JS loop of ws.send() over
+// Baseline in the same run (style 8): the same events written with a JS loop of ws.send() over
 // the same number of sockets, which is what `app.publish` replaces.
 //
 //   node --import tsx bench/fanout.bench.ts [--smoke] [--sockets N] [--events N]

@@ -1,5 +1,5 @@
 // Question: what does the gateway framework (gateway/http) add per request over a raw uWS
-// handler? Side by side in one run (STYLE 8): a raw handler, a trivial framework route, the same
+// handler? Side by side in one run (style 8): a raw handler, a trivial framework route, the same
 // route behind tenant auth + the rate limiter, and a callback-shaped raw-body XML route. Each
 // server runs in its own child process; wrk (or autocannon) loads it from this one. Then the
 // same handlers in process with stand-in uWS objects (CPU time per request, free of socket and

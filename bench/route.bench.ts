@@ -1,5 +1,5 @@
 // Question: how fast is Engine.route() and how much heap does a live session cost, at a million
-// live sessions over 100,000 proxy numbers? Baseline in the same run (STYLE 8): a bare Map.get on
+// live sessions over 100,000 proxy numbers? Baseline in the same run (style 8): a bare Map.get on
 // a 1M-key Map<string, object>, timed the same way.
 //
 //   node --expose-gc --import tsx bench/route.bench.ts [--sessions N] [--smoke] [--write]
@@ -68,7 +68,7 @@ function copy(s: string): string {
   return flat()
 }
 function sessionId(i: number): SessionId {
-  // UUIDv7 layout (DECISIONS 2): 48-bit time, version 7, variant 8, the rest from the index.
+  // UUIDv7 layout (contract D2): 48-bit time, version 7, variant 8, the rest from the index.
   const parts = [(now0 + i).toString(16).padStart(12, '0'), '7', mix(i).toString(16).padStart(8, '0').slice(0, 3), '8',
     mix(i + 1).toString(16).padStart(8, '0') + i.toString(16).padStart(7, '0')]
   const hex = parts.join('')

@@ -1,5 +1,5 @@
 // `npm run bench`: drives the real service over loopback and reports how close it gets to what
-// this machine can do, as ratios against baselines measured in the same run (STYLE 8).
+// this machine can do, as ratios against baselines measured in the same run (style 8).
 //
 //   node --expose-gc --import tsx bench/run.ts [--smoke] [--profile] [--sessions N] [--only a,b] [--duration s] [--connections N]
 //

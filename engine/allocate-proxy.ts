@@ -1,4 +1,4 @@
-// Proxy choice for a new session (spec 3.1 uniqueness rule, DECISIONS 4). A number in use belongs
+// Proxy choice for a new session (contract 3.1 uniqueness rule, contract D4). A number in use belongs
 // to one tenant, and no number may carry two live sessions sharing a participant. Region comes
 // first ("a proxy is chosen in the customer's country, else the agent's, else any region with
 // capacity": a customer should not have to dial abroad while a local number is free); within a
@@ -35,8 +35,8 @@ export function allocateProxy(pool: NumberPool, req: AllocationRequest): ProxyNu
   const { tenant, regions } = req
   if (req.prefer) {
     const p = pool.numbers.get(req.prefer)
-    // Held by this tenant, or free and out of cooldown (DECISIONS 4: one tenant per number in
-    // use; spec 3.1 cooldown), and neither party live on it (the overlap rule).
+    // Held by this tenant, or free and out of cooldown (contract D4: one tenant per number in
+    // use; contract 3.1 cooldown), and neither party live on it (the overlap rule).
     if (p !== undefined && (p.live > 0 ? p.owner === tenant : pool.isAvailable(p, req.now)) && fits(p, req)) return p
   }
   for (const name of regions) {

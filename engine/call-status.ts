@@ -1,4 +1,4 @@
-// Call status machine (DECISIONS 5; spec 3.2 leaves the transitions open). Pure: the handler
+// Call status machine (contract D5; contract 3.2 leaves the transitions open). Pure: the handler
 // loads the call record, applies the provider's callback and persists/emits only when this
 // returns a change. `null` means "answer the provider, change nothing": a duplicate, a status
 // that would move backwards, an intermediate status we do not track, or an unknown value.

@@ -1,7 +1,7 @@
 // The routing engine of one node: every live session in memory, indexed by proxy and caller for
 // routing, by id for commands, and by deadline for expiry. Pure: it never reads a clock or does
 // I/O. Commands are planned (no mutation), persisted by the caller, then committed; only commit()
-// and tick() change memory and emit events (STYLE 1, 3).
+// and tick() change memory and emit events (style 1, 3).
 import { allocateProxy } from './allocate-proxy.js'
 import { IndexConflictError, UnknownTenantError } from './errors.js'
 import { eventOf } from './events.js'
@@ -21,7 +21,7 @@ import { Tombstones } from './tombstones.js'
 import { TIER_LIMITS, type E164, type SessionId, type SessionRecord, type TenantId, type TenantRouting } from './types.js'
 
 export interface EngineOptions {
-  /** NUMBER_COOLDOWN_SECONDS × 1000 (spec 3.1). */
+  /** NUMBER_COOLDOWN_SECONDS × 1000 (contract 3.1). */
   cooldownMs: number
   limits?: typeof TIER_LIMITS
   /** How long a session that left memory is remembered, to refuse its stale versions. */
@@ -71,7 +71,7 @@ export class Engine {
 
   planCreate(input: CreateInput, now: number, exclude?: ReadonlySet<string>): Plan {
     const tenant = this.#tenant(input.tenantId)
-    // spec 8.2: PENDING, ACTIVE and GRACE_PERIOD sessions count.
+    // contract 8.2: PENDING, ACTIVE and GRACE_PERIOD sessions count.
     if (tenant.live >= this.#limits[tenant.routing.tier].concurrentSessions) return { ok: false, rejection: 'tier-session-limit' }
     const proxy = allocateProxy(this.#pool, {
       index: this.#index,
@@ -94,7 +94,7 @@ export class Engine {
     const r = step(rec, m, now)
     if (!r.ok) return { ok: false, rejection: r.rejection }
     if (r.changed && m.type === 'swap-target') {
-      // spec 4.2: the new target may not take part in another live session on the same proxy.
+      // contract 4.2: the new target may not take part in another live session on the same proxy.
       const other = this.#index.get(e164Key(rec.proxyNumber), e164Key(m.customerPhone))
       if (other !== undefined && other.id !== rec.id) return { ok: false, rejection: 'target-conflict' }
     }
@@ -239,7 +239,7 @@ export class Engine {
   }
 
   #update(s: LiveSession, rec: SessionRecord): void {
-    this.#unwire(s) // a swap unwires the previous customer at once (spec 3.1)
+    this.#unwire(s) // a swap unwires the previous customer at once (contract 3.1)
     s.assign(rec)
     this.#wire(s)
     this.#timers.update(s) // expiresAt, the state or the inactivity timeout may have moved its deadline
@@ -287,7 +287,7 @@ export class Engine {
 }
 
 function preferredRegions(customer: string, agent: string): string[] {
-  // DECISIONS 4: the customer's country, else the agent's, else any region.
+  // contract D4: the customer's country, else the agent's, else any region.
   const c = regionOf(customer)
   const a = regionOf(agent)
   const out: string[] = []

@@ -30,7 +30,7 @@ export class UnknownTenantError extends MasklineError {
 
 /**
  * commit() was handed a session that would share its proxy with a live session of another tenant,
- * or with a live session sharing a participant (spec 3.1): two plans raced for one number. The
+ * or with a live session sharing a participant (contract 3.1): two plans raced for one number. The
  * store is expected to refuse such a write first. The message names ids only, never numbers.
  */
 export class IndexConflictError extends MasklineError {

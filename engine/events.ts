@@ -1,4 +1,4 @@
-// Domain events the engine emits (spec 6, DECISIONS 6). An event carries ids, the proxy and the
+// Domain events the engine emits (contract 6, contract D6). An event carries ids, the proxy and the
 // state, never a party's phone number: the type has no field that could hold one.
 import type { E164, SessionId, SessionRecord, SessionState, TenantId } from './types.js'
 

@@ -10,7 +10,7 @@ import { ALL_CHANNELS, Channel, type ConsentPrompt, type DirectionMode, type E16
 
 const EMPTY_METADATA = '{}'
 
-/** What a live session shows besides its record (spec 2.2): metadata and its call counters. */
+/** What a live session shows besides its record (contract 2.2): metadata and its call counters. */
 export interface SessionExtras {
   /** The metadata as JSON text, keys in Postgres's jsonb order. */
   metadataJson: string

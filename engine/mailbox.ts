@@ -1,4 +1,4 @@
-// One inbox per key (STYLE 3): messages for a session run one at a time, in arrival order, each to
+// One inbox per key (style 3): messages for a session run one at a time, in arrival order, each to
 // completion before the next starts. An inbox exists only while it has work, so a million idle
 // sessions cost nothing here. A failing message rejects its own caller only.
 

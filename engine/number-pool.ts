@@ -1,5 +1,5 @@
 // The proxy numbers: who holds each and which are free. Counts per region and provider are kept
-// incrementally (spec 2.9, DECISIONS 4), so reading them costs only a walk over the numbers still
+// incrementally (contract 2.9, contract D4), so reading them costs only a walk over the numbers still
 // cooling down. Which callers a number routes is the PartyIndex's business.
 import { e164Key } from './party-index.js'
 import type { TenantSlot } from './tenant-slot.js'
@@ -100,7 +100,7 @@ export class NumberPool {
     return p
   }
 
-  /** Spec 3.1: a released number cools down before anyone may take it again. */
+  /** Contract 3.1: a released number cools down before anyone may take it again. */
   isAvailable(p: ProxyNumber, now: number): boolean {
     return p.live === 0 && p.releasedAt + this.cooldownMs <= now
   }

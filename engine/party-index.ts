@@ -27,7 +27,7 @@ const TWO_32 = 4294967296
 /** The digits of an E.164 number as one exact double; 0 for anything else (never a valid key). */
 export function e164Key(n: string): number {
   const len = n.length
-  // ^\+[1-9]\d{6,14}$ (DECISIONS 2)
+  // ^\+[1-9]\d{6,14}$ (contract D2)
   if (len < 8 || len > 16 || n.charCodeAt(0) !== 43 || n.charCodeAt(1) === 48) return 0
   let v = 0
   for (let i = 1; i < len; i++) {

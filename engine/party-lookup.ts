@@ -13,7 +13,7 @@ export function newestByParty(tenant: TenantSlot, index: PartyIndex, party: stri
   for (const ring of tenant.rings.values()) {
     for (const p of ring.items) {
       const s = index.get(p.key, key)
-      // spec 4.2: ACTIVE or GRACE_PERIOD, as the store's query (state IN live AND state <> PENDING).
+      // contract 4.2: ACTIVE or GRACE_PERIOD, as the store's query (state IN live AND state <> PENDING).
       if (s === undefined || s.tenant !== tenant || (s.flags & 3) === STATE_PENDING) continue
       if (best === undefined || s.createdAt > best.createdAt || (s.createdAt === best.createdAt && s.id > best.id)) best = s
     }

@@ -1,10 +1,10 @@
-// Commands the engine plans and the callers persist before committing (STYLE 3): a plan is data,
+// Commands the engine plans and the callers persist before committing (style 3): a plan is data,
 // computed without touching memory, so the store can refuse it and nothing needs undoing.
 import type { EngineEvent } from './events.js'
 import type { Rejection } from './rejections.js'
 import type { ConsentPrompt, DirectionMode, E164, SessionId, SessionRecord, TenantId } from './types.js'
 
-/** A validated POST /v1/sessions with the tenant's defaults applied (DECISIONS 4). */
+/** A validated POST /v1/sessions with the tenant's defaults applied (contract D4). */
 export interface CreateInput {
   id: SessionId
   tenantId: TenantId
@@ -40,7 +40,7 @@ export type OkPlan = Extract<Plan, { ok: true }>
 
 const MINUTE = 60_000
 
-/** The record of a new session on `proxy` (spec 3.1: ACTIVE at once, expiresAt the hard timeout). */
+/** The record of a new session on `proxy` (contract 3.1: ACTIVE at once, expiresAt the hard timeout). */
 export function createdRecord(input: CreateInput, proxy: E164, now: number): SessionRecord {
   // Field by field: a record carries exactly its fields, whatever else the input object holds.
   return {
@@ -57,7 +57,7 @@ export function createdRecord(input: CreateInput, proxy: E164, now: number): Ses
     customerPhone: input.customerPhone,
     createdAt: now,
     activatedAt: now,
-    expiresAt: now + input.maxDurationMinutes * MINUTE, // spec 3.1: the hard timeout
+    expiresAt: now + input.maxDurationMinutes * MINUTE, // contract 3.1: the hard timeout
     endedAt: null,
     expiredAt: null,
     version: 1,

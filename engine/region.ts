@@ -1,4 +1,4 @@
-// The region (ISO country) of an E.164 number, for proxy allocation (DECISIONS 2, 4): the country
+// The region (ISO country) of an E.164 number, for proxy allocation (contract D2, D4): the country
 // comes from libphonenumber-js (parseRegion, the reference). Its full parse costs ~4-13 µs, twice
 // per create, so regionOf answers the same without parsing most of the time (issue 13):
 // - a calling code used by one country gives that country without parsing;

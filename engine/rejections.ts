@@ -1,4 +1,4 @@
-// Why a session command is refused. Slugs only (STYLE 4): the API maps each to its problem
+// Why a session command is refused. Slugs only (style 4): the API maps each to its problem
 // document in one catalog; the engine knows nothing about HTTP. 'not-found' is listed for that
 // catalog but never produced by the engine: the caller answers it when neither memory nor the
 // store holds the session.

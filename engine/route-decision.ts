@@ -1,4 +1,4 @@
-// What an inbound call or SMS on a proxy should do (spec 3.1, DECISIONS 4-5). Computed on the
+// What an inbound call or SMS on a proxy should do (contract 3.1, contract D4-D5). Computed on the
 // hot path: one probe of the PartyIndex, the session's flags and deadline, one small object.
 import {
   CONSENT_CUSTOM, MODE_A_TO_B_ONLY, MODE_B_TO_A_ONLY, NO_SMS, NO_VOICE, RECORDING, STATE_PENDING, consentOf,
@@ -41,7 +41,7 @@ export function routeCall(pool: NumberPool, index: PartyIndex, proxy: string, ca
   const slot = index.find(e164Key(proxy), e164Key(caller))
   if (slot < 0) return noSession(pool, proxy)
   const s = index.sessionAt(slot)
-  // Routable: ACTIVE or GRACE_PERIOD (not PENDING) and before expiresAt (DECISIONS 4), even if
+  // Routable: ACTIVE or GRACE_PERIOD (not PENDING) and before expiresAt (contract D4), even if
   // the expiry tick has not run yet.
   if ((s.flags & 3) === STATE_PENDING || now >= s.expiresAt) return noSession(pool, proxy)
   // Issue #16: the channel before the direction: a session without it refuses either party.
@@ -49,7 +49,7 @@ export function routeCall(pool: NumberPool, index: PartyIndex, proxy: string, ca
     return { kind: 'channel-not-allowed', sessionId: s.id, tenantId: s.tenant.routing.id, direction: index.isAgentAt(slot) ? 'A_TO_B' : 'B_TO_A' }
   }
   const mode = (s.flags >> 2) & 3
-  // spec 3.1: A_TO_B_ONLY lets only the agent call out, B_TO_A_ONLY only party B.
+  // contract 3.1: A_TO_B_ONLY lets only the agent call out, B_TO_A_ONLY only party B.
   if (index.isAgentAt(slot)) {
     return mode === MODE_B_TO_A_ONLY ? notAllowed(s, 'A_TO_B') : connect(s, proxy, 'A_TO_B', s.customer)
   }

@@ -1,4 +1,4 @@
-// The pure transition function of one session (spec 3.1, DECISIONS 4): (record, message, now) →
+// The pure transition function of one session (contract 3.1, contract D4): (record, message, now) →
 // next record + events, or a rejection. No memory, no index, no clock: the Engine adds the
 // checks that need the proxy index (swap overlap) and applies the result.
 import { eventOf, type EngineEvent } from './events.js'
@@ -17,7 +17,7 @@ export type StepResult =
 
 const MINUTE = 60_000
 
-/** PENDING, ACTIVE, GRACE_PERIOD: the states that hold a proxy and count against the quota (spec 8.2). */
+/** PENDING, ACTIVE, GRACE_PERIOD: the states that hold a proxy and count against the quota (contract 8.2). */
 export function isLive(state: SessionState): boolean {
   return state === 'ACTIVE' || state === 'GRACE_PERIOD' || state === 'PENDING'
 }
@@ -25,14 +25,14 @@ export function isLive(state: SessionState): boolean {
 export function step(s: SessionRecord, m: SessionMsg, now: number): StepResult {
   switch (m.type) {
     case 'end': {
-      // spec 3.1: EXPIRED/FAILED are rejected; ACTIVE (and GRACE_PERIOD again) restart the grace
+      // contract 3.1: EXPIRED/FAILED are rejected; ACTIVE (and GRACE_PERIOD again) restart the grace
       // period from now. Grace 0 gives expiresAt = now: unroutable at once, expired at the next tick.
       if (s.state === 'EXPIRED' || s.state === 'FAILED') return reject('session-end-failed')
       return changed({ ...s, state: 'GRACE_PERIOD', endedAt: now, expiresAt: now + s.gracePeriodMinutes * MINUTE, version: s.version + 1 }, [])
     }
     case 'patch': {
       const grace = m.gracePeriodMinutes ?? s.gracePeriodMinutes
-      // DECISIONS 4: in GRACE_PERIOD the deadline moves to endedAt + grace (already past → the next
+      // contract D4: in GRACE_PERIOD the deadline moves to endedAt + grace (already past → the next
       // tick expires it); while ACTIVE, PENDING or ended only the stored value changes.
       const expiresAt = m.gracePeriodMinutes !== undefined && s.state === 'GRACE_PERIOD' ? (s.endedAt ?? now) + grace * MINUTE : s.expiresAt
       // Issue #16: null switches the inactivity timeout off; it only ever ends an ACTIVE session.
@@ -43,7 +43,7 @@ export function step(s: SessionRecord, m: SessionMsg, now: number): StepResult {
       return changed(next, [])
     }
     case 'swap-target': {
-      // spec 4.2: state first (409), then the agent's own number (422); the overlap with other
+      // contract 4.2: state first (409), then the agent's own number (422); the overlap with other
       // sessions on the proxy is the Engine's check. Same target: idempotent, no event.
       if (s.state !== 'ACTIVE' && s.state !== 'GRACE_PERIOD') return reject('target-conflict')
       if (m.customerPhone === s.agentPhone) return reject('invalid-target')
@@ -59,7 +59,7 @@ export function step(s: SessionRecord, m: SessionMsg, now: number): StepResult {
   }
 }
 
-/** spec 3.1: the grace period elapsed or the hard timeout hit (the caller checked it is due). */
+/** contract 3.1: the grace period elapsed or the hard timeout hit (the caller checked it is due). */
 export function expire(s: SessionRecord, now: number): { next: SessionRecord; events: EngineEvent[] } {
   const next: SessionRecord = { ...s, state: 'EXPIRED', expiredAt: now, version: s.version + 1 }
   return { next, events: [expiryEvent(next)] }

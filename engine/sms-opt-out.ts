@@ -82,7 +82,7 @@ export class OptOutSet {
  * - `help`: the tenant's help text goes back; not forwarded;
  * - `blocked`: a message a session would forward to a party opted out of this proxy: dropped,
  *   recorded FAILED with reason opted_out, reported by sms.blocked;
- * - `forward` / `drop`: as before (DECISIONS 5).
+ * - `forward` / `drop`: as before (contract D5).
  * `senderOptedOut` and `recipientOptedOut` are asked lazily: each costs a party hash.
  */
 export type SmsAction =

@@ -1,6 +1,6 @@
 // A tenant as the engine holds it: the routing config every one of its sessions shares (so a
-// config change routes at once), its live-session count (spec 8.2 quota) and, per region, a ring
-// of the proxy numbers it holds, walked round-robin when allocating (DECISIONS 4).
+// config change routes at once), its live-session count (contract 8.2 quota) and, per region, a ring
+// of the proxy numbers it holds, walked round-robin when allocating (contract D4).
 import type { ProxyNumber, RegionPool } from './number-pool.js'
 import type { TenantId, TenantRouting } from './types.js'
 

@@ -1,4 +1,4 @@
-// Shared vocabulary of the engine. Spec names are used verbatim (STYLE §2): enums are `as const`
+// Shared vocabulary of the engine. Spec names are used verbatim (style 2): enums are `as const`
 // objects plus a union type. Times are epoch milliseconds (numbers); the engine never reads a
 // clock itself, it is handed `now`.
 
@@ -9,7 +9,7 @@ export type SessionId = Brand<string, 'SessionId'>
 export type TenantId = Brand<string, 'TenantId'>
 /** A syntactically valid E.164 number (`^\+[1-9]\d{6,14}$`), checked at the edge. */
 export type E164 = Brand<string, 'E164'>
-/** Hex HMAC-SHA256 of a party number under the tenant's salt (DECISIONS §2). */
+/** Hex HMAC-SHA256 of a party number under the tenant's salt (contract D2). */
 export type PartyHash = Brand<string, 'PartyHash'>
 
 export const SessionState = {
@@ -20,7 +20,7 @@ export const SessionState = {
   FAILED: 'FAILED',
 } as const
 export type SessionState = (typeof SessionState)[keyof typeof SessionState]
-/** States that count against the concurrent-session quota (spec 8.2). */
+/** States that count against the concurrent-session quota (contract 8.2). */
 export const LIVE_STATES: readonly SessionState[] = ['PENDING', 'ACTIVE', 'GRACE_PERIOD']
 
 export const DirectionMode = {
@@ -46,7 +46,7 @@ export type ExpiredCallBehavior = (typeof ExpiredCallBehavior)[keyof typeof Expi
 export const Tier = { STARTER: 'STARTER', GROWTH: 'GROWTH', ENTERPRISE: 'ENTERPRISE' } as const
 export type Tier = (typeof Tier)[keyof typeof Tier]
 
-/** Spec 8: requests per minute and concurrent sessions per tier. */
+/** Contract 8: requests per minute and concurrent sessions per tier. */
 export const TIER_LIMITS: Readonly<Record<Tier, { requestsPerMinute: number; concurrentSessions: number }>> = {
   STARTER: { requestsPerMinute: 100, concurrentSessions: 100 },
   GROWTH: { requestsPerMinute: 500, concurrentSessions: 1_000 },
@@ -82,7 +82,7 @@ export interface TenantRouting {
 }
 
 /**
- * The persisted session (spec 2.2 plus the real numbers and a version for optimistic
+ * The persisted session (contract 2.2 plus the real numbers and a version for optimistic
  * concurrency). Real numbers never leave the process except to the telephony provider.
  */
 export interface SessionRecord {

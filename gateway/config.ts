@@ -1,4 +1,4 @@
-// Configuration from the environment (DECISIONS 1), validated once at boot. A bad value stops the
+// Configuration from the environment (contract D1), validated once at boot. A bad value stops the
 // process with a message naming the variable and never echoing a secret's value.
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync, existsSync, chmodSync } from 'node:fs'
@@ -73,7 +73,7 @@ export interface Config {
   retentionDays: number
   /** TRUSTED_PROXY: the terminators whose X-Forwarded-For is believed (canonical spellings). */
   trustedProxies: string[]
-  /** SIGTERM: how long in-flight work may drain (DECISIONS 1). */
+  /** SIGTERM: how long in-flight work may drain (contract D1). */
   shutdownGraceSeconds: number
   logLevel: string
   /** METRICS_PORT: the Prometheus listener's port on HOST (0: any free port), null when 'off'. */
@@ -202,7 +202,7 @@ export function listenerUrl(host: string, port: number): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
-// Generated once, mode 0600, reused on every later start (DECISIONS 1, embedded mode only).
+// Generated once, mode 0600, reused on every later start (contract D1, embedded mode only).
 function secretFile(dataDir: string, name: string, make: () => string): string {
   const dir = join(dataDir, 'secrets')
   const file = join(dir, name)

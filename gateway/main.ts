@@ -1,5 +1,5 @@
 // `npm start`: one process serving the REST API, provider callbacks, WebSocket stream and health
-// on one port (DECISIONS 1). With nothing configured it runs on embedded Postgres and an
+// on one port (contract D1). With nothing configured it runs on embedded Postgres and an
 // in-process bus, so it needs nothing else installed.
 import { loadConfig, ConfigError } from './config.js'
 import { startService } from './service.js'

@@ -110,7 +110,7 @@ export interface RunningService {
 }
 
 const RECORDS_WAIT_MS = 2_000
-const EXPIRY_SWEEP_MS = 250 // DECISIONS 4: expiry fires within 1 s of expiresAt
+const EXPIRY_SWEEP_MS = 250 // contract D4: expiry fires within 1 s of expiresAt
 const DAY_MS = 86_400_000
 const TENANT_RESYNC_MS = 30_000
 const ANNOUNCE_WAIT_MS = 250
@@ -423,7 +423,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     dispatcher.start()
     closers.unshift(() => dispatcher.stop(), () => { clearInterval(sweep); return sweeping })
 
-    // Daily housekeeping: retention (spec 8.7) and number rental usage (DECISIONS 7).
+    // Daily housekeeping: retention (contract 8.7) and number rental usage (contract D7).
     const daily = setInterval(() => {
       void purgeOldRecords(db.pool, cfg.retentionDays).catch(() => log.warn({ code: 'retention' }, 'recoverable error'))
       void recordNumberRentals(db.pool, now()).catch(() => log.warn({ code: 'number-rental' }, 'recoverable error'))

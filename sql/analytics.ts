@@ -1,6 +1,6 @@
-// Analytics reports (spec 4.5), aggregated in Postgres over one tenant's rows in a period
+// Analytics reports (contract 4.5), aggregated in Postgres over one tenant's rows in a period
 // (start inclusive, end exclusive). Buckets are UTC hours or days and `ts` is the bucket start
-// (DECISIONS 7); only buckets holding at least one row are returned, so a bucket never divides
+// (contract D7); only buckets holding at least one row are returned, so a bucket never divides
 // by zero. Sessions are bucketed by createdAt, calls by initiatedAt (as GET /v1/calls filters),
 // using the (tenant_id, created_at) and (tenant_id, initiated_at) indexes.
 import { sql } from 'slonik'
@@ -106,7 +106,7 @@ export interface CallsSummary {
  * Totals of the calls matching the filters, in one scan (grouping sets: per status, per
  * direction, and the grand total). avgDurationSeconds is the mean over those calls (a call not
  * yet ended counts its 0), 2 decimal places. The lists hold only values that occur, in the
- * spec's order, so both are empty when there are no calls.
+ * contract's order, so both are empty when there are no calls.
  */
 export async function callsSummary(db: Db, q: PeriodQuery & { status?: CallStatus | undefined; direction?: CallDirection | undefined }): Promise<CallsSummary> {
   return guard(async () => {

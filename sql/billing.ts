@@ -1,4 +1,4 @@
-// Usage metering and billing periods (spec 2.5-2.7, 4.6; DECISIONS 7). A billing period is a
+// Usage metering and billing periods (contract 2.5-2.7, 4.6; contract D7). A billing period is a
 // calendar month (UTC), opened on first use, one ACTIVE per tenant. A billing event records the
 // unit price in force for the tenant's tier when it happened. Replays never bill twice: callers
 // give a dedupe key (e.g. `call_minute:<callId>`) to anything that can be reported again.
@@ -160,7 +160,7 @@ export async function recordUsage(tx: Queries, usage: UsageInput | readonly Usag
   return finishUsage(tx, list, rows, outcome)
 }
 
-/** The dedupe key of the daily number rental (DECISIONS 7: 1 unit per number per UTC day held). */
+/** The dedupe key of the daily number rental (contract D7: 1 unit per number per UTC day held). */
 export function numberRentalKey(tenantId: string, number: string, at: number): string {
   return `number_rental:${tenantId}:${number}:${iso(at).slice(0, 10)}`
 }
@@ -182,7 +182,7 @@ export async function recordNumberRentals(db: Db, at: number): Promise<number> {
   })
 }
 
-/** Spec 2.5, raw and snake_case: quantity and unit_price are decimal strings. */
+/** Contract 2.5, raw and snake_case: quantity and unit_price are decimal strings. */
 export interface BillingEventRow {
   id: string
   tenant_id: string
@@ -240,7 +240,7 @@ export async function listPeriods(db: Db, q: { tenantId: string; limit: number; 
   })
 }
 
-/** Spec 4.5/4.6 usage: sums per metric (whole units) and the number of events, start inclusive. */
+/** Contract 4.5/4.6 usage: sums per metric (whole units) and the number of events, start inclusive. */
 export async function usageTotals(db: Db, tenantId: string, from: number | string, to: number | string): Promise<{ metrics: Record<Metric, number>; totalEvents: number }> {
   return guard(async () => {
     const rows = (await db.any(sql.unsafe`
@@ -269,7 +269,7 @@ export interface PricingView {
   effectiveUntil: string | null
 }
 
-/** Spec 4.6 pricing, camelCase with numeric prices. Current rows only unless `all`. */
+/** Contract 4.6 pricing, camelCase with numeric prices. Current rows only unless `all`. */
 export async function listPricing(db: Db, opts: { all?: boolean } = {}): Promise<PricingView[]> {
   return guard(async () => {
     const rows = (await db.any(sql.unsafe`

@@ -86,7 +86,7 @@ async function insertChunk(tx: CommonQueryMethods, chunk: readonly BulkSessionRo
       UPDATE tenants SET live_sessions = live_sessions + c.n
       FROM (SELECT t, count(*)::int AS n FROM unnest(${tenants}) AS t GROUP BY t) c
       WHERE tenants.id = c.t`)
-    // DECISIONS 4: one tenant per proxy in use; the proxy is held by the tenant of its sessions.
+    // contract D4: one tenant per proxy in use; the proxy is held by the tenant of its sessions.
     await tx.query(sql.unsafe`SELECT 1 FROM proxy_numbers WHERE number = ANY(${proxyNumbers}) ORDER BY number FOR NO KEY UPDATE`)
     await tx.query(sql.unsafe`
       UPDATE proxy_numbers SET live_sessions = live_sessions + c.n, tenant_id = c.t, last_tenant_id = c.t, released_at = NULL

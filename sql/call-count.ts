@@ -1,4 +1,4 @@
-// spec 2.2 callCount / lastCallAt as Postgres knows them (migration 011): a session's call records
+// contract 2.2 callCount / lastCallAt as Postgres knows them (migration 011): a session's call records
 // (call_records_session (session_id, id) finds them) plus the calls whose records the retention
 // purge deleted (sessions.purged_calls / purged_last_call_at). No statement on the voice path
 // touches the session's row any more. Live sessions are counted in memory

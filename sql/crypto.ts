@@ -1,4 +1,4 @@
-// Phone number protection at rest (DECISIONS 2, 3). Real numbers are stored AES-256-GCM encrypted
+// Phone number protection at rest (contract D2, D3). Real numbers are stored AES-256-GCM encrypted
 // under PHONE_KEY; matching uses HMAC-SHA256 party hashes keyed by a key derived from PHONE_KEY
 // with HKDF, so a copy of the database alone cannot brute-force the ~10^10 numbers of a country.
 // Key objects are built once per factory call: encrypting, decrypting and hashing sit on hot paths.
@@ -257,7 +257,7 @@ function hkdf(serverKey: Buffer, info: string): Buffer {
 
 export type PartyHasher = (salt: Buffer, e164: string) => string
 
-/** DECISIONS 2: hex HMAC-SHA256(HKDF(PHONE_KEY, 'maskline party hash'), salt ‖ e164). */
+/** contract D2: hex HMAC-SHA256(HKDF(PHONE_KEY, 'maskline party hash'), salt ‖ e164). */
 export function createPartyHasher(phoneKey: Buffer): PartyHasher {
   requireKey(phoneKey, 'PHONE_KEY')
   const mac = createMac('sha256', hkdf(phoneKey, 'maskline party hash'))

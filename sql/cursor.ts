@@ -1,4 +1,4 @@
-// Opaque list cursors that walk every row exactly once (DECISIONS 7), even when many rows share a
+// Opaque list cursors that walk every row exactly once (contract D7), even when many rows share a
 // timestamp: a time-ordered cursor is the last row's timestamp AND id, `<ISO>_<uuid>`, compared
 // as a row value `(ts, id) < (cursor.ts, cursor.id)`. The spec calls it a timestamp cursor, so a
 // bare ISO 8601 timestamp is accepted too (rows strictly before it).

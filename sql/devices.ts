@@ -1,4 +1,4 @@
-// Push tokens and presence (spec 4.7, DECISIONS 9), keyed by tenant and the hashed userPhone:
+// Push tokens and presence (contract 4.7, contract D9), keyed by tenant and the hashed userPhone:
 // no real number is stored here.
 import { sql, type CommonQueryMethods } from 'slonik'
 
@@ -22,7 +22,7 @@ export async function deactivateDeviceToken(db: CommonQueryMethods, tenantId: st
   await db.query(sql.unsafe`UPDATE device_tokens SET active = false, updated_at = now() WHERE token = ${token} AND tenant_id = ${tenantId}`)
 }
 
-/** The latest report is the current presence (spec 3.2). */
+/** The latest report is the current presence (contract 3.2). */
 export async function upsertPresence(db: CommonQueryMethods, p: { tenantId: string; userHash: string; status: PresenceStatus; platform: Platform; ts: number }): Promise<void> {
   await db.query(sql.unsafe`
     INSERT INTO device_presence (tenant_id, user_hash, status, platform, ts)

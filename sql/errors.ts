@@ -1,12 +1,12 @@
-// The one place that turns Postgres/driver failures into our slugs (STYLE 4). Callers get a
+// The one place that turns Postgres/driver failures into our slugs (style 4). Callers get a
 // StoreError carrying a slug, the SQLSTATE and the constraint name: never the driver's message,
 // which can quote row values (party hashes, ids) and, for connection failures, host names.
 import { setTimeout as delay } from 'node:timers/promises'
 import { MasklineError } from '../engine/errors.js'
 
 /**
- * - conflict: a unique key is taken (spec 7: 409 conflict).
- * - proxy-conflict: internal signal, the participant-overlap rule (spec 3.1) refused the row;
+ * - conflict: a unique key is taken (contract 7: 409 conflict).
+ * - proxy-conflict: internal signal, the participant-overlap rule (contract 3.1) refused the row;
  *   the session runner tries another proxy or answers target-conflict.
  * - not-found: a referenced row does not exist (foreign key) or a required row is missing.
  * - validation: the database refused a value (check constraint, bad input syntax).
@@ -36,7 +36,7 @@ export class StoreError extends MasklineError {
 
 // Unique violations on these constraints mean something more specific than 'conflict'.
 const UNIQUE_SLUGS: Readonly<Record<string, StoreErrorSlug>> = {
-  // spec 3.1: never two live sessions sharing a participant on one proxy.
+  // contract 3.1: never two live sessions sharing a participant on one proxy.
   session_participants_pkey: 'proxy-conflict',
 }
 

@@ -1,10 +1,10 @@
-// The proxy number pool in Postgres: seeding from NUMBER_POOL (DECISIONS 1) and loading it for the
+// The proxy number pool in Postgres: seeding from NUMBER_POOL (contract D1) and loading it for the
 // engine's allocator.
 import { sql } from 'slonik'
 import { guard } from './errors.js'
 import type { Db } from './transaction.js'
 
-/** DECISIONS 1: 100 fictional US numbers. */
+/** contract D1: 100 fictional US numbers. */
 export const DEFAULT_NUMBER_POOL = 'US:+12025550100-+12025550199'
 
 /** A range larger than this is a typo, not a pool. */

@@ -1,4 +1,4 @@
-// The durable outbox (DECISIONS 6): events are written in the same transaction as the change that
+// The durable outbox (contract D6): events are written in the same transaction as the change that
 // causes them, so an event exists exactly when its change committed. Delivery is the webhook
 // dispatcher's job (sql/webhooks.ts). Envelope ids are the primary key: writing one twice is a
 // no-op.

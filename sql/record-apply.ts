@@ -7,7 +7,7 @@
 // the handler answers the provider from memory and queues what it was told; the transition
 // (engine/call-status.ts) is computed against the call's state in the writer's cache, read from
 // Postgres only for a call this node has not seen. What an operation causes (outbox events,
-// usage; DECISIONS 6) is written in the same transaction, and only when it took effect.
+// usage; contract D6) is written in the same transaction, and only when it took effect.
 import { sql } from 'slonik'
 import { callEnvelope, type EventEnvelope } from './vocabulary/event-envelope.js'
 import { applyCallStatus, billableMinutes } from '../engine/call-status.js'
@@ -26,7 +26,7 @@ export interface CallInsert {
   status: CallStatus
   direction: CallDirection
   initiatedAt: number
-  /** The party B hash in force when the call was routed (spec 2.2). */
+  /** The party B hash in force when the call was routed (contract 2.2). */
   partyBHash: string
   /** The session's proxy (not stored with the call): for the events of its later callbacks. */
   proxy?: string
@@ -136,7 +136,7 @@ export function opsJson(ops: readonly OpData[]): string {
 }
 
 /**
- * A voice fetch's events (DECISIONS 5), from the record it wrote: `call.incoming`, and for a call
+ * A voice fetch's events (contract D5), from the record it wrote: `call.incoming`, and for a call
  * refused by its session's direction mode or channels (recorded FAILED) `call.failed` as well.
  */
 export function callStartEvents(row: CallInsert): EventEnvelope[] {
@@ -297,7 +297,7 @@ interface NewCall { row: CallInsert; events: readonly EventEnvelope[]; made?: bo
 
 /**
  * New call records with their events in one statement; returns provider call id → stored id (the
- * new row's, or the existing one's on a replayed CallSid). spec 2.2 callCount/lastCallAt are
+ * new row's, or the existing one's on a replayed CallSid). contract 2.2 callCount/lastCallAt are
  * counted from these rows (sql/call-count.ts): the sessions' rows are not touched.
  */
 async function insertCalls(tx: Queries, calls: ReadonlyArray<NewCall>): Promise<Map<string, string>> {
@@ -413,7 +413,7 @@ function stateOfWorking(w: Working): CallState {
   }
 }
 
-/** DECISIONS 5: one callback's change to the call's working state; true when it changed it. */
+/** contract D5: one callback's change to the call's working state; true when it changed it. */
 function applyCallback(w: Working, cb: CallCallback): boolean {
   const at = iso(cb.at)
   if (cb.source === 'recording') {

@@ -1,6 +1,6 @@
-// Call and SMS records (spec 2.3, 2.4): the write-behind writer (sql/record-writer.ts) and the
+// Call and SMS records (contract 2.3, 2.4): the write-behind writer (sql/record-writer.ts) and the
 // reads behind GET /v1/calls, /v1/calls/:id, /v1/sessions/:id/calls and /v1/sessions/:id/sms.
-// Views carry ISO 8601 times; SMS records have no text column to read (spec 1.6).
+// Views carry ISO 8601 times; SMS records have no text column to read (contract 1.6).
 import { sql } from 'slonik'
 import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
 import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'

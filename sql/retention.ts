@@ -1,4 +1,4 @@
-// Data retention (spec 8.7, DECISIONS 1 RETENTION_DAYS): call and SMS records older than the
+// Data retention (contract 8.7, contract D1 RETENTION_DAYS): call and SMS records older than the
 // retention period are deleted, at least 30 days of them are always kept. Deletes run in batches
 // so a large purge never holds long locks. Idempotency keys past their 24 h are dropped too.
 // Only these children are ever deleted: tenants and sessions never are, which is what lets the
@@ -38,7 +38,7 @@ export async function purgeOldRecords(db: Db, days: number): Promise<{ calls: nu
         if (n < BATCH) return total
       }
     }
-    // spec 2.2 callCount / lastCallAt count purged calls too (migration 011): the statement that
+    // contract 2.2 callCount / lastCallAt count purged calls too (migration 011): the statement that
     // deletes records adds them to their sessions' purged_calls / purged_last_call_at, so a reader
     // sees either the records or the sum. Rows locked in id order, as the expiry sweep locks them.
     const calls = await purge(sql.unsafe`

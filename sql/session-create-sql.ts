@@ -30,15 +30,15 @@ const P = (name: CreateParam) => `\u0001${name}`
 
 /**
  * Refusals write nothing, with no transaction to roll back. Read-only gates come first: `clash`
- * (a participant already on this proxy), `hold` (the proxy is free or this tenant's, DECISIONS 4)
+ * (a participant already on this proxy), `hold` (the proxy is free or this tenant's, contract D4)
  * and `period` (the month's billing period is open), as of the statement's snapshot. They gate q
- * (the quota, spec 8.2, across nodes: the tenant row's update, re-checked on its newest version),
+ * (the quota, contract 8.2, across nodes: the tenant row's update, re-checked on its newest version),
  * q gates p (the proxy hold), p gives s its proxy number, s gates the participants, and those the
  * outbox and the usage. What a concurrent transaction committed after the snapshot is still
  * refused by the database, by undoing the whole statement with an error: a proxy another tenant
  * took leaves p empty and s's proxy_number NULL (23502, NOT NULL), and a participant another
  * create inserted fails the INSERT into session_participants on its primary key (23505, no ON
- * CONFLICT on purpose). Spec 3.1 and the hold stay decided by the database.
+ * CONFLICT on purpose). Contract 3.1 and the hold stay decided by the database.
  * Lock order: the tenant row (q), then the proxy row (p waits for q: EXISTS over q gates it), then
  * the participant keys: the order releaseSessions and bulkInsertSessions keep (issue 18). Each
  * uncorrelated EXISTS is evaluated in full before the node it gates reads a row. (A tenant row

@@ -11,7 +11,7 @@ import { rollback, transact, type Db, type Rollback } from './transaction.js'
 import { isPool } from './session-common.js'
 import { CREATE, CREATE_NAME, createSessionsBatch, createValues, raceRefusal, type CreateRow } from './session-create-sql.js'
 
-/** Idempotency keys are kept 24 h per tenant (DECISIONS 4). */
+/** Idempotency keys are kept 24 h per tenant (contract D4). */
 const IDEMPOTENCY_TTL = sql.fragment`interval '24 hours'`
 
 export interface IdempotentReplay {
@@ -29,7 +29,7 @@ export interface CreateSessionArgs {
   customerHash: string
   agentEnc: Buffer
   customerEnc: Buffer
-  /** The tenant's concurrent-session ceiling (spec 8). */
+  /** The tenant's concurrent-session ceiling (contract 8). */
   quota: number
   events: EventEnvelope[]
   /** The session_created unit price in force, when the caller knows it (looked up otherwise). */

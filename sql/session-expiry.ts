@@ -1,4 +1,4 @@
-// Sessions leaving the live states: expiry (spec 3.1), inactivity ends (issue #16), and the
+// Sessions leaving the live states: expiry (contract 3.1), inactivity ends (issue #16), and the
 // release of their participants, quota and proxy that every exit shares.
 import { sql, type FragmentSqlToken, type SerializableValue } from 'slonik'
 import type { EventEnvelope } from './vocabulary/event-envelope.js'
@@ -65,7 +65,7 @@ export async function releaseSessions(tx: Queries, goneCtes: FragmentSqlToken) {
 const EXPIRE_BATCH = 500
 
 /**
- * Expires sessions (spec 3.1: grace period elapsed, or hard timeout). Only rows still live are
+ * Expires sessions (contract 3.1: grace period elapsed, or hard timeout). Only rows still live are
  * changed, under row locks taken in id order, and only for those the bookkeeping is done and
  * `envelopesFor` is asked for events: session.expired is written exactly once however many nodes
  * (or a reboot) try. Returns the ids this call expired. One transaction per 500 sessions.
@@ -115,7 +115,7 @@ export interface IdleEnd {
 }
 
 /**
- * Issue #16: inactivity ends, as POST /end (spec 3.1: GRACE_PERIOD, endedAt, expiresAt = now +
+ * Issue #16: inactivity ends, as POST /end (contract 3.1: GRACE_PERIOD, endedAt, expiresAt = now +
  * grace), each written only if the session is still at the version memory planned from, still
  * ACTIVE, and idle as the store knows it (lastActivity: calls and SMS of every node). Rows locked
  * in id order, as expireSessions: every node whose deadline fires tries, one writes. Returns the

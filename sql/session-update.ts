@@ -23,7 +23,7 @@ export interface UpdateSessionArgs {
   prev: SessionRecord
   /** The new state; its `version` is stored (normally prev.version + 1). */
   next: SessionRecord
-  /** Shallow merge into metadata (spec 4.2 PATCH). */
+  /** Shallow merge into metadata (contract 4.2 PATCH). */
   metadataPatch?: Record<string, unknown>
   swap?: SwapArgs
   audit?: { action: string; data: object }

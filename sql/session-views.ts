@@ -1,4 +1,4 @@
-// Sessions as the API returns them (spec 2.2): one by id and the tenant's list, from Postgres
+// Sessions as the API returns them (contract 2.2): one by id and the tenant's list, from Postgres
 // (what memory does not hold: ended sessions, lists).
 import { sql } from 'slonik'
 import { type SessionRecord, type SessionState } from '../engine/types.js'
@@ -7,7 +7,7 @@ import { decodeTimeCursor, encodeTimeCursor, isUuid } from './cursor.js'
 import { guard } from './errors.js'
 import { iso, isoOrNull, ts, type Db } from './transaction.js'
 
-/** Spec 2.2, as the API returns it: no phone numbers, ISO 8601 times. */
+/** Contract 2.2, as the API returns it: no phone numbers, ISO 8601 times. */
 export interface SessionView {
   id: string
   tenantId: string

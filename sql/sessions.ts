@@ -1,6 +1,6 @@
 // The session store behind the session runner (api/app/session-runner.ts). Postgres is the source
-// of truth and the arbiter between nodes: the concurrent-session quota (spec 8.2), the one-tenant
-// hold on a proxy (DECISIONS 4) and the participant-overlap rule (spec 3.1, the primary key of
+// of truth and the arbiter between nodes: the concurrent-session quota (contract 8.2), the one-tenant
+// hold on a proxy (contract D4) and the participant-overlap rule (contract 3.1, the primary key of
 // session_participants) are decided here, in the transaction that also writes the outbox events
 // and the usage, so an event or a bill exists exactly when its change committed.
 //

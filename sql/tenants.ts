@@ -1,4 +1,4 @@
-// Tenants, users and API credentials (spec 2.1, 4.1, 4.4; DECISIONS 3). Timestamps come out as
+// Tenants, users and API credentials (contract 2.1, 4.1, 4.4; contract D3). Timestamps come out as
 // ISO strings formatted by Postgres, so the result does not depend on the pool's type parsers.
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik'
 import { toStoreError } from './errors.js'
@@ -24,7 +24,7 @@ export interface TenantState {
   smsHelpText: string | null
 }
 
-/** A live (not revoked) API credential: what a token exchange checks (DECISIONS 3). */
+/** A live (not revoked) API credential: what a token exchange checks (contract D3). */
 export interface ApiCredential { id: string; tenantId: string; keyHash: Buffer; secretMac: Buffer }
 
 export interface TenantRow {
@@ -47,7 +47,7 @@ export interface TenantRow {
 }
 
 // The webhook URL registered through POST /v1/webhooks wins over the one set by PATCH /v1/config
-// (spec 4.9: one URL per tenant); PATCH /v1/config writes both.
+// (contract 4.9: one URL per tenant); PATCH /v1/config writes both.
 const TENANT_COLUMNS = sql.fragment`
   t.id, t.name, t.tier, t.status,
   COALESCE(wc.url, t.webhook_url) AS "webhookUrl",
@@ -114,7 +114,7 @@ export async function liveCredentialsOf(db: CommonQueryMethods, tenantId: string
 }
 
 /**
- * Suspends or reinstates a tenant (DECISIONS 3: a suspended tenant's tokens get 403). The spec
+ * Suspends or reinstates a tenant (contract D3: a suspended tenant's tokens get 403). The spec
  * names no endpoint for it; this is the operator's (billing, abuse) path, and
  * TenantDirectory.setStatus announces it to every node.
  */
@@ -141,7 +141,7 @@ export interface NewTenant {
   secretMac: Buffer
 }
 
-/** Signup (spec 4.1): tenant, OWNER user and first credentials in one transaction. */
+/** Signup (contract 4.1): tenant, OWNER user and first credentials in one transaction. */
 export async function createTenantWithOwner(db: DatabasePool, t: NewTenant): Promise<'created' | 'conflict'> {
   try {
     await db.transaction(async tx => {
@@ -166,7 +166,7 @@ export async function findCredential(db: CommonQueryMethods, keyHash: Buffer): P
   return r ? toCredential(r) : null
 }
 
-/** Rotation (spec 4.1, 5.5): the old pair is revoked in the same transaction that adds the new one. */
+/** Rotation (contract 4.1, 5.5): the old pair is revoked in the same transaction that adds the new one. */
 export async function rotateCredentials(db: DatabasePool, tenantId: string, c: { credentialId: string; keyHash: Buffer; secretMac: Buffer }): Promise<void> {
   await db.transaction(async tx => {
     await tx.query(sql.unsafe`UPDATE api_credentials SET revoked_at = now() WHERE tenant_id = ${tenantId} AND revoked_at IS NULL`)
@@ -225,7 +225,7 @@ const PATCH_COLUMNS: Record<keyof TenantPatch, string> = {
 }
 
 /**
- * PATCH /v1/config (spec 4.4): only sent fields change. R-REC is checked on the merged row
+ * PATCH /v1/config (contract 4.4): only sent fields change. R-REC is checked on the merged row
  * under a row lock, so two concurrent patches cannot together enable recording without consent.
  */
 export async function updateTenant(db: DatabasePool, id: string, patch: TenantPatch): Promise<TenantRow | 'not-found' | 'r-rec' | 'conflict'> {

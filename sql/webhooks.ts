@@ -1,4 +1,4 @@
-// Webhook storage (spec 4.9, 2.8; DECISIONS 6): one config per tenant, the delivery log, and the
+// Webhook storage (contract 4.9, 2.8; contract D6): one config per tenant, the delivery log, and the
 // durable outbox the dispatcher claims from. Timestamps go in as ISO strings and come out as
 // ISO strings formatted by Postgres, so the result does not depend on the pool's type parsers.
 import { hkdfSync } from 'node:crypto'
@@ -45,7 +45,7 @@ export async function getWebhookConfig(db: CommonQueryMethods, tenantId: string)
   }
 }
 
-/** Spec 4.9: registering again overwrites URL, events and secret. */
+/** Contract 4.9: registering again overwrites URL, events and secret. */
 export async function putWebhookConfig(
   db: CommonQueryMethods,
   c: { tenantId: string; url: string; events: readonly string[]; secretEnc: Buffer; now: number },
@@ -58,7 +58,7 @@ export async function putWebhookConfig(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Delivery log (spec 2.8)
+// Delivery log (contract 2.8)
 
 export interface DeliveryLogEntry {
   id: string
@@ -120,8 +120,8 @@ export async function listDeliveries(
 ): Promise<{ data: DeliveryLogEntry[]; after: string | null } | 'bad-cursor'> {
   let where = sql.fragment`tenant_id = ${q.tenantId}`
   if (q.after !== undefined) {
-    // DECISIONS 7: `<ISO>_<id>` (sql/cursor.ts) walks every row once even when timestamps tie;
-    // a bare ISO timestamp, as the spec describes `after`, gives the rows strictly older.
+    // contract D7: `<ISO>_<id>` (sql/cursor.ts) walks every row once even when timestamps tie;
+    // a bare ISO timestamp, as contract 4.9 describes `after`, gives the rows strictly older.
     const c = decodeTimeCursor(q.after)
     if (!c) return 'bad-cursor'
     where = c.id
@@ -138,7 +138,7 @@ export async function listDeliveries(
   return { data, after: rows.length > q.limit && last ? encodeTimeCursor(Date.parse(last.requestedAt), last.id) : null }
 }
 
-/** GET /v1/webhooks `recentDeliveries` (spec 8.6: up to 50). */
+/** GET /v1/webhooks `recentDeliveries` (contract 8.6: up to 50). */
 export async function recentDeliveries(db: CommonQueryMethods, tenantId: string, limit = 50): Promise<DeliveryLogEntry[]> {
   const rows = await db.any(sql.unsafe`
     SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries

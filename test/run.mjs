@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The one test command (`npm test`, and `.ci/run` through it). Quality gates are tests
-// (STYLE 10): type-check, lint, a smoke run of the bench suite, then the node-tap suite twice, once against the real services
+// (style 10): type-check, lint, a smoke run of the bench suite, then the node-tap suite twice, once against the real services
 // (Postgres on 127.0.0.1:5432, Redis on 6379) and once on the embedded default (PGlite,
 // in-process bus). Ends with the plain line `N passed, N failed`.
 import { spawn } from 'node:child_process'

@@ -1,4 +1,4 @@
-// spec 2.2 callCount / lastCallAt of live sessions, exact in memory while the call records are still
+// contract 2.2 callCount / lastCallAt of live sessions, exact in memory while the call records are still
 // being written behind (issue 13: GET /v1/sessions/:id answers from memory).
 //
 // Postgres counts a call by its record (sql/call-count.ts; sql/record-apply.ts insertCalls: a replayed

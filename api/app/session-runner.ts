@@ -1,4 +1,4 @@
-// Executes the engine's decisions (STYLE 3): a command is planned by the pure engine, committed to
+// Executes the engine's decisions (style 3): a command is planned by the pure engine, committed to
 // Postgres (allocation, quota, outbox and billing in one transaction), and only then applied to
 // the engine's memory, announced to the other nodes and fanned out to the WebSocket stream.
 // Commands on one session run one at a time through the engine's mailboxes.
@@ -77,7 +77,7 @@ export function createSessionRunner(d: RunnerDeps) {
     const tenant = await d.tenants.get(tenantId)
     if (!tenant) throw new ApiProblem('unauthorized')
     checkMetadataSize(body.metadata)
-    // DECISIONS 4: omitted optional fields take the tenant's defaults.
+    // contract D4: omitted optional fields take the tenant's defaults.
     const recordingEnabled = body.recordingEnabled ?? tenant.recordingEnabled
     const consentPrompt = body.consentPrompt ?? tenant.recordingConsentMode
     if (recordingEnabled && consentPrompt === 'NONE') {
@@ -203,7 +203,7 @@ export function createSessionRunner(d: RunnerDeps) {
           const oldCustomerHash = d.hashParty(tenant.salt, prev.customerPhone)
           const newCustomerHash = d.hashParty(tenant.salt, plan.next.customerPhone)
           swap = { oldCustomerHash, newCustomerHash, newCustomerEnc: d.cipher.encrypt(plan.next.customerPhone) }
-          // Spec 4.2: the audit entry holds hashes, never phone numbers.
+          // Contract 4.2: the audit entry holds hashes, never phone numbers.
           audit = { action: 'session.target_swapped', data: { previousPartyBHash: oldCustomerHash, newPartyBHash: newCustomerHash } }
         }
         await d.flushRecords?.()
@@ -278,7 +278,7 @@ export function createSessionRunner(d: RunnerDeps) {
     })
   }
 
-  /** Spec 3.1 expiry of what tick() handed out; the database decides who writes the event. */
+  /** Contract 3.1 expiry of what tick() handed out; the database decides who writes the event. */
   async function expire(due: SessionRecord[]): Promise<number> {
     if (!due.length) return 0
     await d.flushRecords?.()
@@ -363,7 +363,7 @@ export function createSessionRunner(d: RunnerDeps) {
         ...(body.inactivityTimeoutMinutes !== undefined ? { inactivityTimeoutMinutes: body.inactivityTimeoutMinutes } : {}),
       }, body.metadata ? { metadataPatch: body.metadata } : {})
     },
-    /** Expiry (spec 3.1): the engine expires in memory; the database decides who writes the event. */
+    /** Expiry (contract 3.1): the engine expires in memory; the database decides who writes the event. */
     async expireDue(): Promise<number> {
       // Bounded per sweep so a burst of deadlines never blocks the event loop; the rest stop
       // routing at expiresAt anyway and expire on the next sweep. The engine forgets a session

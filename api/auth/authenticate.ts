@@ -1,4 +1,4 @@
-// Authentication on the hot path (spec 4.1, 5; DECISIONS 3).
+// Authentication on the hot path (contract 4.1, 5; contract D3).
 //
 // jose verification costs ~25 µs, so a verified token is cached until its exp, in a bounded
 // two-generation map (engine/recent.ts): a repeat request costs one Map lookup and one string
@@ -61,7 +61,7 @@ export interface Authenticator {
   tenant(tenantId: string): Promise<TenantMeta | null>
   /** A tenant or its credentials changed through this node (config, signup, rotation): applies at once. */
   changed(tenantId: string): void
-  /** POST /v1/auth/token: an apiKey hash and a secret → a tenant token (spec 4.1). */
+  /** POST /v1/auth/token: an apiKey hash and a secret → a tenant token (contract 4.1). */
   exchange(keyHash: Buffer, apiSecret: string): Exchange | Promise<Exchange>
   /** Signs a token with the service key (no key import per call). */
   sign(claims: TokenClaims): string
@@ -72,7 +72,7 @@ export interface AuthenticatorOptions {
   now(): number
   /** The tenant directory (api/app/tenant-directory.ts; tests: test/support/auth-directory.ts). */
   directory: AuthDirectory
-  /** Server key of the API-secret MACs (DECISIONS 3); required for exchange(). */
+  /** Server key of the API-secret MACs (contract D3); required for exchange(). */
   phoneKey?: Buffer
   tokenCacheMax?: number
 }
@@ -111,7 +111,7 @@ export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
     const c = entry.claims
     if (!meta) throw unauthorized('The tenant of this token does not exist')
     if (meta.status !== 'ACTIVE') throw new ApiProblem('forbidden', 'The tenant is suspended')
-    // spec 5.3: the token types are not interchangeable.
+    // contract 5.3: the token types are not interchangeable.
     if (kind === 'tenant' && c.typ !== 'tenant') throw new ApiProblem('forbidden', 'This endpoint needs a tenant (API key) token')
     if (kind === 'user' && c.typ !== 'user') throw new ApiProblem('forbidden', 'This endpoint needs a dashboard user token')
     if (roles && c.typ === 'user' && !roles.includes(c.role)) throw new ApiProblem('forbidden', `This endpoint needs the role ${roles.join(' or ')}`)
@@ -137,7 +137,7 @@ export function createAuthenticator(o: AuthenticatorOptions): Authenticator {
   }
 
   function exchangeWith(cred: CredentialEntry | null, apiSecret: string): Exchange | Promise<Exchange> {
-    // The secret is 256 random bits, stored as an HMAC-SHA256 under a server key (DECISIONS 3):
+    // The secret is 256 random bits, stored as an HMAC-SHA256 under a server key (contract D3):
     // one HMAC (~2 µs) and a constant-time compare of two 32-byte digests decide, so there is no
     // slow KDF to amortize and nothing to cache about the secret. An unknown key costs the same
     // HMAC, so timing does not tell an unknown key from a wrong secret.

@@ -1,4 +1,4 @@
-// API credentials (spec 5.5, DECISIONS 3): apiKey `rk_live_` + 48 hex, stored as SHA-256 (the
+// API credentials (contract 5.5, contract D3): apiKey `rk_live_` + 48 hex, stored as SHA-256 (the
 // lookup key); apiSecret `rs_` + 64 hex, stored as HMAC-SHA256 under a server key derived from
 // PHONE_KEY (256 random bits need no slow hash, and a database copy alone cannot test guesses).
 import { hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
@@ -35,7 +35,7 @@ export function apiSecretMac(phoneKey: Buffer, apiSecret: string): Buffer {
   return secretMac(phoneKey)('buffer', apiSecret)
 }
 
-/** Constant time: timingSafeEqual over two SHA-256 digests (their lengths checked first, DECISIONS 3). */
+/** Constant time: timingSafeEqual over two SHA-256 digests (their lengths checked first, contract D3). */
 export function secretMatches(phoneKey: Buffer, apiSecret: string, storedMac: Buffer): boolean {
   const mac = apiSecretMac(phoneKey, apiSecret)
   return mac.length === storedMac.length && timingSafeEqual(mac, storedMac)

@@ -1,4 +1,4 @@
-// Dashboard passwords (DECISIONS 3): scrypt N=2^17, r=8, p=1, per-user salt, constant-time compare.
+// Dashboard passwords (contract D3): scrypt N=2^17, r=8, p=1, per-user salt, constant-time compare.
 // One hash takes ~128 MiB and a few hundred ms of a core. Issue 19: signup is unauthenticated,
 // and 40 concurrent signups used to hold ~400 MiB and slow everything else down, so every hash
 // waits for a slot of api/auth/hash-queue.ts: few at once, checks of existing accounts before the

@@ -1,4 +1,4 @@
-// Access tokens (DECISIONS 3): HS256 pinned, header typ JWT, iss maskline, aud per token type,
+// Access tokens (contract D3): HS256 pinned, header typ JWT, iss maskline, aud per token type,
 // a `typ` claim that must agree with the audience, and a kid naming the key.
 //
 // Signing is an HMAC with the key's pads computed once (sql/vocabulary/mac.ts) over a header
@@ -15,7 +15,7 @@ import { MasklineError } from '../../engine/errors.js'
 
 const ISSUER = 'maskline'
 const AUDIENCE = { tenant: 'maskline:tenant', user: 'maskline:user' } as const
-/** Spec 4.1/5.1/8.6: seconds. */
+/** Contract 4.1/5.1/8.6: seconds. */
 export const TOKEN_TTL_SECONDS = { tenant: 900, user: 86_400 } as const
 const TIERS: readonly string[] = ['STARTER', 'GROWTH', 'ENTERPRISE']
 

@@ -1,4 +1,4 @@
-// Per-provider circuit breaker (DECISIONS 5; spec 3.2 names the states, 4.11 exposes them):
+// Per-provider circuit breaker (contract D5; contract 3.2 names the states, 4.11 exposes them):
 // CLOSED → OPEN after 5 consecutive failures or timeouts (3 s); OPEN → HALF_OPEN after 30 s;
 // HALF_OPEN admits one trial request: success → CLOSED, failure → OPEN again.
 //

@@ -1,4 +1,4 @@
-// Primary/backup SMS sending (spec 4.11, DECISIONS 5). Each provider has its own circuit breaker.
+// Primary/backup SMS sending (contract 4.11, contract D5). Each provider has its own circuit breaker.
 //
 // Routing: the primary, unless its breaker refuses (OPEN, or HALF_OPEN with the trial in flight);
 // then the backup.

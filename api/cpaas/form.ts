@@ -1,4 +1,4 @@
-// application/x-www-form-urlencoded, as the telephony provider posts it (DECISIONS 5).
+// application/x-www-form-urlencoded, as the telephony provider posts it (contract D5).
 //
 // - `+` is a space, `%XX` is percent-decoding of UTF-8. Malformed input (a bad escape, an escape
 //   that is not valid UTF-8, too many fields) gives `null`, never a throw: the caller answers 400.

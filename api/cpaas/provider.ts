@@ -1,4 +1,4 @@
-// The outbound side of a CPaaS adapter: sending the forwarded SMS (DECISIONS 5). Adapters throw
+// The outbound side of a CPaaS adapter: sending the forwarded SMS (contract D5). Adapters throw
 // ProviderError only, whose message is a code (`provider-http-500`, `provider-timeout`, ...):
 // never a phone number, the text, a key or the provider's own error text.
 

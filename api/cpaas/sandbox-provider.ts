@@ -1,7 +1,7 @@
-// Sandbox provider (DECISIONS 1): the embedded default. Nothing leaves the process; the caller
+// Sandbox provider (contract D1): the embedded default. Nothing leaves the process; the caller
 // records the SMS as DELIVERED. It keeps no copy of the numbers or the text, and logs each message
 // it "sends" by its sandbox id only, so a developer running `npm start` sees that a forward
-// happened without the log ever holding a number or the text (DECISIONS 1, 8).
+// happened without the log ever holding a number or the text (contract D1, D8).
 import { randomUUID } from 'node:crypto'
 import type { SendResult, SmsMessage, SmsProvider } from './provider.js'
 

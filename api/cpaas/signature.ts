@@ -1,4 +1,4 @@
-// Provider callback signatures (DECISIONS 5), checked on the raw body before anything parses it.
+// Provider callback signatures (contract D5), checked on the raw body before anything parses it.
 //
 // telnyx-ed25519: `telnyx-signature-ed25519` (base64, 64 bytes) over `"<telnyx-timestamp>|<raw body>"`,
 //   timestamp (Unix seconds) within ±300 s. The public KeyObject is built once, at creation.
@@ -78,7 +78,7 @@ export function ed25519PublicKeyFromBase64(b64: string): KeyObject {
   return createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' })
 }
 
-/** loadConfig calls this at boot (DECISIONS 1): `none` is refused unless the provider is the sandbox.
+/** loadConfig calls this at boot (contract D1): `none` is refused unless the provider is the sandbox.
  * The message names the variables and their (non-secret) values only. */
 export function validateSignatureConfig(provider: CpaasProviderKind, mode: SignatureMode): void {
   if (mode === 'none' && provider !== 'sandbox') {

@@ -1,6 +1,6 @@
-// Normalizes POST /v1/webhooks/cpaas/sms (DECISIONS 5): Telnyx JSON webhooks
+// Normalizes POST /v1/webhooks/cpaas/sms (contract D5): Telnyx JSON webhooks
 // (`message.received`, `message.sent`, `message.finalized`) or a Twilio-style form. The text is
-// handed to the forwarder only; it is never stored or logged (spec 1.6), and nothing here puts it
+// handed to the forwarder only; it is never stored or logged (contract 1.6), and nothing here puts it
 // into an error.
 import type { SmsStatus } from '../../engine/types.js'
 import { parseForm } from './form.js'

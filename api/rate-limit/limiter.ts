@@ -1,4 +1,4 @@
-// Sliding-window request limits (spec 8.1, 8.3, 8.4). A request is admitted when fewer than
+// Sliding-window request limits (contract 8.1, 8.3, 8.4). A request is admitted when fewer than
 // `limit` requests were admitted under the same key in the last `windowMs`; refused requests are
 // not counted, so a client that backs off recovers as the window slides.
 import type { Logger } from 'pino'
@@ -7,7 +7,7 @@ import { MasklineError } from '../../engine/errors.js'
 
 export const WINDOW_MS = 60_000
 const POLICY = 'sliding-window-60s'
-/** Spec 8.4. */
+/** Contract 8.4. */
 export const TOKEN_LIMIT_PER_KEY = 10
 export const LOGIN_LIMIT_PER_IP = 5
 
@@ -31,7 +31,7 @@ export interface RateLimiter {
   close?(): Promise<void>
 }
 
-/** The headers of spec 8.3, on every response of a rate-limited route; Retry-After on refusals. */
+/** The headers of contract 8.3, on every response of a rate-limited route; Retry-After on refusals. */
 export function rateLimitHeaders(d: RateDecision, now: number): Record<string, string> {
   if (d.unavailable) return {} // no decision, nothing to tell
   const h: Record<string, string> = {

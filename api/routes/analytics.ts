@@ -1,4 +1,4 @@
-// Spec 4.5: analytics reports of the caller's tenant over a period. Aggregation happens in
+// Contract 4.5: analytics reports of the caller's tenant over a period. Aggregation happens in
 // Postgres (sql/analytics.ts, sql/billing.ts usageTotals); this module checks the period and
 // shapes the replies.
 import { route, ApiProblem, type RouteDef } from '../route.js'
@@ -35,7 +35,7 @@ function tenantOf(req: { auth: { tenantId: string } | null }): string {
   return req.auth!.tenantId
 }
 
-/** Spec 4.5 usage, also served as GET /v1/billing/usage (spec 4.6). */
+/** Contract 4.5 usage, also served as GET /v1/billing/usage (contract 4.6). */
 export async function usageReport(db: Db, tenantId: string, period: Period): Promise<Usage> {
   const { metrics, totalEvents } = await usageTotals(db, tenantId, period.start.sql, period.end.sql)
   return { tenantId, periodStart: period.start.iso, periodEnd: period.end.iso, metrics, totalEvents }

@@ -1,4 +1,4 @@
-// Spec 4.1: token exchange, signup, dashboard login, key rotation (DECISIONS 3).
+// Contract 4.1: token exchange, signup, dashboard login, key rotation (contract D3).
 import { randomBytes } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
@@ -22,7 +22,7 @@ const NO_STORE = { 'cache-control': 'no-store' }
 const TokenBody = Type.Object({ apiKey: ApiKey, apiSecret: ApiSecret })
 const TokenReply = Type.Object({ accessToken: Type.String(), expiresIn: Type.Integer(), tokenType: Type.Literal('Bearer') })
 
-// Spec 4.1: extra fields are ignored (no additionalProperties: false).
+// Contract 4.1: extra fields are ignored (no additionalProperties: false).
 const SignupBody = Type.Object({
   companyName: Type.String({ minLength: 1, maxLength: 255 }),
   email: Email,
@@ -51,7 +51,7 @@ function peer(req: ApiRequest): string {
 }
 
 /**
- * A per-key or per-IP throttle of spec 8.4; its headers go on every answer of the route. When the
+ * A per-key or per-IP throttle of contract 8.4; its headers go on every answer of the route. When the
  * shared limiter cannot decide (Redis down), this node counts with the same limit
  * (api/auth/credential-limiter.ts): the answer is the usual one, never a lock-out.
  */

@@ -1,4 +1,4 @@
-// Spec 4.6: billing reads of the caller's tenant (tenant token only). Metering itself happens
+// Contract 4.6: billing reads of the caller's tenant (tenant token only). Metering itself happens
 // where usage occurs (sql/billing.ts recordUsage); this module only reads.
 import { route, ApiProblem, type RouteDef } from '../route.js'
 import { Envelope } from '../schemas/common.js'

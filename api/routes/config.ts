@@ -1,4 +1,4 @@
-// Spec 4.4: tenant configuration. Reads accept a tenant or a dashboard token (spec 5.2);
+// Contract 4.4: tenant configuration. Reads accept a tenant or a dashboard token (contract 5.2);
 // changes need a dashboard OWNER or ADMIN.
 import { Type } from '@sinclair/typebox'
 import type { E164, TenantId, TenantRouting } from '../../engine/types.js'
@@ -83,7 +83,7 @@ export const configRoutes: RouteDef[] = [
       return { status: 200, body: r }
     },
   }),
-  // Spec 4.4 lists a tenant token; spec 5.2 names tenants/me among the endpoints taking both.
+  // Contract 4.4 lists a tenant token; contract 5.2 names tenants/me among the endpoints taking both.
   route({
     method: 'GET', path: '/v1/tenants/me', auth: 'any', summary: 'The tenant of the token',
     response: { 200: Type.Object({ tenant: TenantView }) }, problems: ['unauthorized', 'forbidden', 'rate-limit'],

@@ -1,10 +1,10 @@
 // The operator console's API (issue 15): the endpoints the page at /console calls with the
-// dashboard user token it logs in with (spec 4.1).
+// dashboard user token it logs in with (contract 4.1).
 //
-// Spec 5.2/5.3 keep the two token types apart: the session, number, webhook and analytics
+// Contract 5.2/5.3 keep the two token types apart: the session, number, webhook and analytics
 // endpoints take tenant tokens only, and a user token there is 403. So the console does not call
 // them; it calls the same handlers mounted under /v1/console/ with `auth: 'user'`, where a role
-// decides what may change (DECISIONS 3): OWNER and ADMIN end, extend and swap sessions and send a
+// decides what may change (contract D3): OWNER and ADMIN end, extend and swap sessions and send a
 // test webhook, OPERATOR reads. Handlers, schemas (the response allow-lists that keep real numbers
 // out) and problems are the originals', so the two surfaces cannot drift; only path, auth and
 // roles differ. Three read-only figures that had no endpoint are added here (sql/console.ts).

@@ -1,4 +1,4 @@
-// Spec 4.7 + DECISIONS 9: push tokens and presence, keyed by tenant and the hashed userPhone.
+// Contract 4.7 + contract D9: push tokens and presence, keyed by tenant and the hashed userPhone.
 // Tenant or dashboard token; validation failures use the `validation-error` slug.
 import { Type } from '@sinclair/typebox'
 import { deactivateDeviceToken, getPresence, upsertDeviceToken, upsertPresence } from '../../sql/devices.js'
@@ -15,7 +15,7 @@ const PresenceBody = Type.Object({ userPhone: E164, status: PresenceStatus, plat
 const PresenceQuery = Type.Object({ userPhone: E164 })
 const PresenceView = Type.Object({ status: PresenceStatus, platform: Nullable(Platform), ts: Nullable(Type.Integer()) })
 
-/** The party hash of a number under the tenant's salt (DECISIONS 2): the number is not stored. */
+/** The party hash of a number under the tenant's salt (contract D2): the number is not stored. */
 async function userHash(req: ApiRequest, e164: string): Promise<{ tenantId: string; hash: string }> {
   const tenantId = req.auth!.tenantId
   const meta = await req.services.authenticator.tenant(tenantId)

@@ -1,4 +1,4 @@
-// Spec 4.11: health, no authentication and no rate limit.
+// Contract 4.11: health, no authentication and no rate limit.
 import { Type } from '@sinclair/typebox'
 import { route, type RouteDef } from '../route.js'
 import { Nullable, StringEnum, Timestamp } from '../schemas/common.js'

@@ -1,5 +1,5 @@
-// Spec 4.8: the number pool. Counts come from the engine (services.poolCounts), which owns the
-// pool in memory; provisioning is not implemented yet (501 with `{error}`, spec 7.2).
+// Contract 4.8: the number pool. Counts come from the engine (services.poolCounts), which owns the
+// pool in memory; provisioning is not implemented yet (501 with `{error}`, contract 7.2).
 import { Type } from '@sinclair/typebox'
 import { route, type RouteDef } from '../route.js'
 

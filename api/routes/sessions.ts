@@ -1,4 +1,4 @@
-// Spec 4.2: sessions. Commands go through the session runner (engine + one transaction); a live
+// Contract 4.2: sessions. Commands go through the session runner (engine + one transaction); a live
 // session is read from memory (issue 13), lists and ended sessions from Postgres.
 import { hash } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
@@ -145,7 +145,7 @@ export const callRoutes: RouteDef[] = [
   }),
 ]
 
-/** Spec 2.10: the envelope of a page; a cursor the store cannot read is a validation error. */
+/** Contract 2.10: the envelope of a page; a cursor the store cannot read is a validation error. */
 function pageReply<T>(page: 'bad-cursor' | { data: T[]; after: string | null }) {
   if (page === 'bad-cursor') throw new ApiProblem('validation', 'after is not a valid cursor', { errors: [{ field: 'after', issue: 'invalid_cursor' }] })
   return { status: 200, body: { data: page.data, pagination: { count: page.data.length, after: page.after } } }

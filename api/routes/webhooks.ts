@@ -1,4 +1,4 @@
-// Spec 4.9: the tenant's webhook (one per tenant), its test event and its delivery log.
+// Contract 4.9: the tenant's webhook (one per tenant), its test event and its delivery log.
 // Delivery itself is gateway/webhooks/dispatcher.ts, from the outbox.
 import { Type } from '@sinclair/typebox'
 import { route, ApiProblem, type ApiRequest, type RouteDef } from '../route.js'
@@ -17,7 +17,7 @@ import { generateSecret } from '../webhooks/signing.js'
 
 const RegisterWebhookBody = Type.Object({
   url: Type.String({ minLength: 1, maxLength: 2048 }),
-  // session.target_swapped is not in the list: refused with 400 validation (DECISIONS 6)
+  // session.target_swapped is not in the list: refused with 400 validation (contract D6)
   events: Type.Array(StringEnum(SUBSCRIBABLE_EVENTS), { minItems: 1, maxItems: SUBSCRIBABLE_EVENTS.length * 2 }),
 })
 
@@ -27,7 +27,7 @@ const RegisteredWebhook = Type.Object({
   events: Type.Array(Type.String()),
 })
 
-/** Spec 2.8. */
+/** Contract 2.8. */
 const DeliveryView = Type.Object({
   id: Type.String(),
   event: Type.String(),
@@ -61,7 +61,7 @@ const TestEventView = Type.Object({
 
 const WebhookTestResult = Type.Object({ enqueued: Type.Literal(true), event: TestEventView })
 
-/** Spec 8.5: limit 50 by default, 200 at most; `after` is the cursor of sql/webhooks.ts. */
+/** Contract 8.5: limit 50 by default, 200 at most; `after` is the cursor of sql/webhooks.ts. */
 const WebhookLogsQuery = Type.Object(PageQuery(50, 200))
 
 /** A fictional number (NANP 555-01XX, reserved for drama) so the test event carries no real one. */

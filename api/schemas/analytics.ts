@@ -1,4 +1,4 @@
-// Analytics (spec 4.5; DECISIONS 7: buckets are UTC hours or days, `ts` is the bucket start).
+// Analytics (contract 4.5; contract D7: buckets are UTC hours or days, `ts` is the bucket start).
 // Every analytics and billing report reads a period: `periodStart` inclusive, `periodEnd`
 // exclusive, both ISO 8601 with an offset. The schema checks each bound on its own; what it
 // cannot express (an instant Postgres takes, start before end) is checked by `periodOf` in
@@ -38,7 +38,7 @@ export type CallsSummaryQuery = Static<typeof CallsSummaryQuery>
 
 const Count = Type.Integer({ minimum: 0 })
 
-/** Spec 4.5 usage; also GET /v1/billing/usage (spec 4.6). All six metrics are always present. */
+/** Contract 4.5 usage; also GET /v1/billing/usage (contract 4.6). All six metrics are always present. */
 export const UsageView = Type.Object({
   tenantId: Uuid,
   periodStart: Timestamp,
@@ -90,7 +90,7 @@ export interface Instant {
   micros: number
   /** `YYYY-MM-DDTHH:MM:SS.ffffffZ`: what SQL compares against. */
   sql: string
-  /** Milliseconds, ISO 8601 UTC (DECISIONS 2): what responses echo. */
+  /** Milliseconds, ISO 8601 UTC (contract D2): what responses echo. */
   iso: string
 }
 

@@ -1,6 +1,6 @@
-// Billing (spec 2.5-2.7, 4.6, 8.5; DECISIONS 7). Billing events are the one snake_case resource
-// of the API (spec 2.5): quantities and prices are decimal strings, never floats. Pricing rows
-// are camelCase with numeric prices (spec 2.7).
+// Billing (contract 2.5-2.7, 4.6, 8.5; contract D7). Billing events are the one snake_case resource
+// of the API (contract 2.5): quantities and prices are decimal strings, never floats. Pricing rows
+// are camelCase with numeric prices (contract 2.7).
 import { Type, type Static } from '@sinclair/typebox'
 import { Limit, Nullable, StringEnum, Tier, Timestamp, Uuid } from './common.js'
 import type { Metric as StoreMetric } from '../../sql/billing.js'
@@ -8,7 +8,7 @@ import { METRIC_NAMES, periodQueryProps } from './analytics.js'
 
 export const Metric = StringEnum(METRIC_NAMES)
 
-// The API's metric names and the store's are one set (spec 2.5): a drift breaks the build here.
+// The API's metric names and the store's are one set (contract 2.5): a drift breaks the build here.
 type Subset<T extends U, U> = T
 export type MetricsAgree = [Subset<StoreMetric, (typeof METRIC_NAMES)[number]>, Subset<(typeof METRIC_NAMES)[number], StoreMetric>]
 
@@ -24,7 +24,7 @@ export const BillingEventsQuery = Type.Object({
 })
 export type BillingEventsQuery = Static<typeof BillingEventsQuery>
 
-/** Spec 2.5, raw and snake_case. */
+/** Contract 2.5, raw and snake_case. */
 const BillingEventView = Type.Object({
   id: Uuid,
   tenant_id: Uuid,
@@ -46,7 +46,7 @@ export const PeriodsQuery = Type.Object({
 })
 export type PeriodsQuery = Static<typeof PeriodsQuery>
 
-/** Spec 2.6. */
+/** Contract 2.6. */
 export const PeriodView = Type.Object({
   id: Uuid,
   periodStart: Timestamp,
@@ -56,7 +56,7 @@ export const PeriodView = Type.Object({
   closedAt: Nullable(Timestamp),
 })
 
-/** Spec 2.7: effectiveUntil null = the current row. */
+/** Contract 2.7: effectiveUntil null = the current row. */
 export const PricingView = Type.Object({
   id: Uuid,
   tier: Tier,

@@ -1,13 +1,13 @@
-// Building blocks shared by every route schema (STYLE 5). One TypeBox declaration drives
+// Building blocks shared by every route schema (style 5). One TypeBox declaration drives
 // validation, static types, the allow-list serializer and the OpenAPI document.
 import { Type, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox'
 
-/** DECISIONS 2: E.164 syntax only, no spaces or punctuation. */
+/** contract D2: E.164 syntax only, no spaces or punctuation. */
 const E164_PATTERN = '^\\+[1-9]\\d{6,14}$'
 export const E164 = Type.String({ pattern: E164_PATTERN, description: 'E.164 phone number', examples: ['+12025550123'] })
 
 export const Uuid = Type.String({ format: 'uuid' })
-/** ISO 8601 UTC with milliseconds (DECISIONS 2). */
+/** ISO 8601 UTC with milliseconds (contract D2). */
 export const Timestamp = Type.String({ format: 'date-time' })
 export const Email = Type.String({ format: 'email', minLength: 3, maxLength: 254 })
 export const HttpUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 })
@@ -21,7 +21,7 @@ export function Nullable<T extends TSchema>(schema: T) {
   return Type.Union([schema, Type.Null()])
 }
 
-/** Spec 2.10: `{ data: [...], pagination: { count, after } }`. */
+/** Contract 2.10: `{ data: [...], pagination: { count, after } }`. */
 export function Envelope<T extends TSchema>(item: T) {
   return Type.Object({
     data: Type.Array(item),
@@ -29,7 +29,7 @@ export function Envelope<T extends TSchema>(item: T) {
   })
 }
 
-/** Spec 8.5: `limit` with the endpoint's default and maximum. */
+/** Contract 8.5: `limit` with the endpoint's default and maximum. */
 export function Limit(defaultLimit: number, max: number) {
   return Type.Optional(Type.Integer({ minimum: 1, maximum: max, default: defaultLimit }))
 }
@@ -48,7 +48,7 @@ export const ExpiredCallBehavior = StringEnum(['DEAD_LINE', 'REDIRECT_SUPPORT', 
 export const ConsentMode = StringEnum(['DEFAULT', 'CUSTOM', 'NONE'])
 export const Platform = StringEnum(['ios', 'android'])
 
-/** Spec 2.1. An allow-list: the salt and counters of the row never reach a response. */
+/** Contract 2.1. An allow-list: the salt and counters of the row never reach a response. */
 /**
  * Issue #16: a text the service sends from a proxy (STOP confirmation, HELP answer): at most two
  * SMS segments (2 × 160 characters), not blank.
@@ -75,11 +75,11 @@ export const TenantView = Type.Object({
 })
 export type TenantView = Static<typeof TenantView>
 
-/** Spec 2.1: the user as auth responses show it. */
+/** Contract 2.1: the user as auth responses show it. */
 export const UserView = Type.Object({ id: Uuid, email: Type.String(), role: Role, tenantId: Uuid })
 export type UserView = Static<typeof UserView>
 
-/** Spec 7: the problem document, for the OpenAPI document. */
+/** Contract 7: the problem document, for the OpenAPI document. */
 export const ProblemDocument = Type.Object({
   type: Type.String({ format: 'uri' }),
   title: Type.String(),

@@ -1,4 +1,4 @@
-// DECISIONS 6: the event envelope as a schema, for the OpenAPI document (the WebSocket stream's
+// contract D6: the event envelope as a schema, for the OpenAPI document (the WebSocket stream's
 // messages and the webhook bodies). The envelope itself is built in sql/vocabulary/event-envelope.ts
 // from an allow-list of `data` fields; test/gateway/openapi.test.ts checks every kind it builds
 // against this schema, so the two cannot drift apart.

@@ -1,4 +1,4 @@
-// Call and SMS records (spec 2.3, 2.4). SMS records carry metadata only: there is no text field.
+// Call and SMS records (contract 2.3, 2.4). SMS records carry metadata only: there is no text field.
 import { Type } from '@sinclair/typebox'
 import { Timestamp } from './common.js'
 
@@ -30,7 +30,7 @@ export const SmsView = Type.Object({
   })),
 })
 
-/** Spec 8.5: calls and SMS lists page alike (default 50, max 200). */
+/** Contract 8.5: calls and SMS lists page alike (default 50, max 200). */
 export const RecordListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   after: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),

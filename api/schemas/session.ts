@@ -1,4 +1,4 @@
-// Session schemas (spec 2.2, 4.2): the single source of validation, types, serialization and
+// Session schemas (contract 2.2, 4.2): the single source of validation, types, serialization and
 // the OpenAPI document. SessionView is an allow-list: party numbers are not in it, so the
 // serializer cannot emit them.
 import { Type, type Static } from '@sinclair/typebox'
@@ -8,7 +8,7 @@ const State = Type.Union([Type.Literal('PENDING'), Type.Literal('ACTIVE'), Type.
 const Mode = Type.Union([Type.Literal('BIDIRECTIONAL'), Type.Literal('A_TO_B_ONLY'), Type.Literal('B_TO_A_ONLY')])
 const Consent = Type.Union([Type.Literal('DEFAULT'), Type.Literal('CUSTOM'), Type.Literal('NONE')])
 
-// DECISIONS 4: Stripe-like metadata bounds; flat values only.
+// contract D4: Stripe-like metadata bounds; flat values only.
 export const Metadata = Type.Record(
   Type.String({ minLength: 1, maxLength: 40 }),
   Type.Union([Type.String({ maxLength: 500 }), Type.Number(), Type.Boolean(), Type.Null()]),
@@ -19,7 +19,7 @@ export const METADATA_MAX_BYTES = 4096
 const GraceMinutes = Type.Integer({ minimum: 0, maximum: 10080 })
 const MaxDurationMinutes = Type.Integer({ minimum: 1, maximum: 10080 })
 
-// Issue #16: optional session settings; defaults keep the spec's behaviour.
+// Optional session settings (contract D10); their defaults keep the core behaviour.
 const InactivityMinutes = Type.Integer({
   minimum: 1, maximum: 10080,
   description: 'Issue #16: an ACTIVE session with no call or SMS for this many minutes ends as POST /v1/sessions/:id/end would (grace applies), once, on any node',
@@ -47,7 +47,7 @@ export const CreateSessionBody = Type.Object({
 })
 export type CreateSessionBody = Static<typeof CreateSessionBody>
 
-// Spec 4.2: unknown fields are rejected on PATCH /v1/sessions/:id.
+// Contract 4.2: unknown fields are rejected on PATCH /v1/sessions/:id.
 export const PatchSessionBody = Type.Object({
   metadata: Type.Optional(Metadata),
   gracePeriodMinutes: Type.Optional(GraceMinutes),

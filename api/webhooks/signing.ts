@@ -1,4 +1,4 @@
-// Standard Webhooks signing (DECISIONS 6): `webhook-id`, `webhook-timestamp` (Unix seconds) and
+// Standard Webhooks signing (contract D6): `webhook-id`, `webhook-timestamp` (Unix seconds) and
 // `webhook-signature: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>`, where the key is
 // the base64 part of `whsec_<base64>`. `verify` is what a receiver runs; we use it in tests and
 // document it for tenants.
@@ -15,7 +15,7 @@ export type SignatureHeaders = {
   'webhook-signature': string
 }
 
-/** `whsec_` + base64 of 32 random bytes (the spec allows 24 to 64). */
+/** `whsec_` + base64 of 32 random bytes (Standard Webhooks allows 24 to 64). */
 export function generateSecret(bytes = 32): string {
   if (bytes < 24 || bytes > 64) throw new RangeError('secret length must be 24..64 bytes')
   return SECRET_PREFIX + randomBytes(bytes).toString('base64')

@@ -1,4 +1,4 @@
-// SSRF guard for tenant webhook targets (DECISIONS 6): `https://` only, and every address the
+// SSRF guard for tenant webhook targets (contract D6): `https://` only, and every address the
 // host resolves to must be public. The check runs on the URL (IP literals, including the
 // decimal/hex/octal spellings the WHATWG parser normalises), again on every DNS answer inside the
 // connection's own `lookup` (so the socket connects to the address that was checked: no second

@@ -1,6 +1,6 @@
 // The synthetic population the service is loaded with, the same one the baselines route against
 // (bench/baselines/route-table.ts): session i binds agentOf(i) and customerOf(i) on
-// proxyOf(i % proxies). Tenants own whole proxies (DECISIONS 4: one tenant per proxy in use):
+// proxyOf(i % proxies). Tenants own whole proxies (contract D4: one tenant per proxy in use):
 // proxy k belongs to tenant k % tenants. Everything is derived from the index, so the request
 // generators can target live (proxy, caller) pairs and session ids without a lookup.
 import { randomBytes } from 'node:crypto'
@@ -17,16 +17,16 @@ export { agentOf, customerOf, proxiesFor, proxyOf }
 
 /** Live sessions per tenant stay well under the ENTERPRISE quota, leaving room for scenario 4's creates. */
 const SESSIONS_PER_TENANT = Math.floor(TIER_LIMITS.ENTERPRISE.concurrentSessions * 0.4)
-/** REST requests one tenant may make in the rate-limit window, with a margin (spec 8.1). */
+/** REST requests one tenant may make in the rate-limit window, with a margin (contract 8.1). */
 const REQUESTS_PER_TENANT = Math.floor(TIER_LIMITS.ENTERPRISE.requestsPerMinute * 0.75)
 /**
  * Expected REST rate ceiling used to size tenants and API keys, requests per second. Above what
- * the service answers, or the tenants' rate limits (spec 8.1) refuse part of a run: at 25,000, a
+ * the service answers, or the tenants' rate limits (contract 8.1) refuse part of a run: at 25,000, a
  * run without --profile read 40,000 sessions/s, 19 % of them answered 429, and the full tenant
  * windows then refused every create and target swap of the steps after it (eighth session).
  */
 const REST_RPS_CEILING = 80_000
-/** Token exchanges one API key may make per minute (spec 8.4) is 10; keep a margin. */
+/** Token exchanges one API key may make per minute (contract 8.4) is 10; keep a margin. */
 const EXCHANGES_PER_KEY = 8
 
 const EPOCH = Date.UTC(2026, 0, 1)
@@ -53,7 +53,7 @@ export function tenantOfSession(i: number, p: Population): number {
   return (i % p.proxies) % p.tenants
 }
 
-/** UUIDv7 layout (DECISIONS 2): time from the index, then the index again, so ids are unique and ordered. */
+/** UUIDv7 layout (contract D2): time from the index, then the index again, so ids are unique and ordered. */
 export function sessionIdOf(i: number): SessionId {
   const ms = (EPOCH + Math.floor(i / 4096)).toString(16).padStart(12, '0')
   const seq = (i % 4096).toString(16).padStart(3, '0')

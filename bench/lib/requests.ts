@@ -37,7 +37,7 @@ function party(k: number, p: Population): { i: number; proxy: string; caller: st
   return { i, proxy: proxyOf(i, p.proxies), caller: fromAgent ? agentOf(i) : customerOf(i), other: fromAgent ? customerOf(i) : agentOf(i) }
 }
 
-/** POST /voice, the inbound call fetch (DECISIONS 5), signed per `s.mode`. `tag` keeps CallSids unique per file. */
+/** POST /voice, the inbound call fetch (contract D5), signed per `s.mode`. `tag` keeps CallSids unique per file. */
 export function writeVoiceFile(path: string, count: number, p: Population, s: Signing, tag: string): void {
   const d = driver(s)
   const voicePath = `${CALLBACK_BASE_PATH}/voice`
@@ -69,7 +69,7 @@ export function writeGetSessionFile(path: string, count: number, p: Population, 
   })
 }
 
-/** POST /v1/auth/token, one API key after the other (each may exchange 10 times a minute, spec 8.4). */
+/** POST /v1/auth/token, one API key after the other (each may exchange 10 times a minute, contract 8.4). */
 export function writeTokenFile(path: string, creds: readonly Credential[]): void {
   writeRequestFile(path, HOST, creds.length, k => ({
     method: 'POST', path: '/v1/auth/token', headers: { 'content-type': 'application/json' },

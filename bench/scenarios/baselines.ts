@@ -1,4 +1,4 @@
-// Baselines measured in the same run (STYLE 8): the HTTP ceiling (bare uWS "hello"), the ceiling
+// Baselines measured in the same run (style 8): the HTTP ceiling (bare uWS "hello"), the ceiling
 // of the callback work alone (bare uWS: form parse + Map.get + TeXML), what a user would otherwise
 // pick (the same handler on fastify), one core verifying Ed25519 signatures, the database's
 // single-row INSERT rate with 8 connections, and the record ceiling (issue #12: the callback work

@@ -1,6 +1,6 @@
 // Scenarios 4 and 5 over the REST API with real tokens: POST /v1/sessions (a Postgres transaction
 // each, against the INSERT-loop baseline), GET /v1/sessions/:id and the token exchange (against
-// uWS hello), with issue #13's bars. Tenants and API keys are sized so the rate limits of spec 8
+// uWS hello), with issue #13's bars. Tenants and API keys are sized so the rate limits of contract 8
 // are not what is measured.
 import { join } from 'node:path'
 import type { Credential } from '../lib/population.js'
@@ -10,7 +10,7 @@ import { loaded, requestCount, type Ctx } from './common.js'
 import { preflight } from './preflight.js'
 import type { Service } from './service.js'
 
-/** One tenant token per tenant, through the real exchange (spec 4.1). */
+/** One tenant token per tenant, through the real exchange (contract 4.1). */
 export async function fetchTokens(svc: Service, creds: readonly Credential[]): Promise<string[]> {
   const tokens: string[] = []
   for (let k = 0; k < creds.length; k += 16) {
@@ -40,7 +40,7 @@ export async function readScenario(ctx: Ctx, svc: Service, tokens: readonly stri
   r.ratio('rest.get_session.p99_vs_hello', 'rest.get_session.p99', 'baseline.hello.p99')
   maxTarget(ctx, '5. GET /v1/sessions/:id', 'p99 ≤ 1.5 × uWS hello\'s p99 at the same 32 connections', 'rest.get_session.p99_vs_hello', 1.5, '×')
 
-  // Each key may exchange 10 times a minute (spec 8.4): the warm-up gets its own keys.
+  // Each key may exchange 10 times a minute (contract 8.4): the warm-up gets its own keys.
   const tok = join(ctx.work, `token-${svc.port}`)
   const warmKeys = Math.floor(exchange.length * (ctx.opts.warmup / (ctx.opts.warmup + ctx.opts.duration)))
   writeTokenFile(`${tok}.warm.req`, exchange.slice(0, Math.max(1, warmKeys)))

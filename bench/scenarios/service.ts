@@ -1,5 +1,5 @@
 // The service under test: the compiled entry (dist/gateway/main.js, rebuilt when a source is newer)
-// as a child process on the server core, configured only through its environment (DECISIONS 1),
+// as a child process on the server core, configured only through its environment (contract D1),
 // logging at info to a file. Same code path as production: no bench switches exist, and the Node
 // flags are those of `npm start` (package.json), read from there.
 import { spawnSync } from 'node:child_process'

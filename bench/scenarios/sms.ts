@@ -76,7 +76,7 @@ export async function smsScenario(ctx: Ctx, svc: Service, probe: SmsProbe): Prom
   }
   r.ratio('sms.vs_hello', 'sms.rps', 'baseline.hello.rps')
   const p99 = r.get('sms.p99')
-  r.target('3. SMS', '{ok:true} answer p99 within 2 s (DECISIONS 5)', p99 === undefined ? null : p99 <= 2_000_000,
+  r.target('3. SMS', '{ok:true} answer p99 within 2 s (contract D5)', p99 === undefined ? null : p99 <= 2_000_000,
     p99 === undefined ? 'not measured' : `p99 ${(p99 / 1000).toFixed(1)} ms`)
   r.target('3. SMS', 'every probe message forwarded (503s retried after Retry-After, as the provider does)', p.probes > 0 ? p.forwarded === p.probes : null,
     `${p.forwarded} of ${p.probes}; ${p.refused} answers were 503`)

@@ -1,5 +1,5 @@
 // The console's calls to the service go through the client SDK (sdk/src): the dashboard token of
-// the login (spec 4.1) as its credential, problems as MasklineError. The token lives in
+// the login (contract 4.1) as its credential, problems as MasklineError. The token lives in
 // sessionStorage: it is gone with the tab, and it is never put into the page. The SDK's client
 // module is imported directly (not its index), so the page does not carry webhook verification.
 import { Maskline } from '../../sdk/src/client.js'

@@ -1,4 +1,4 @@
-// The event stream (/v1/stream, DECISIONS 6) for the whole page: one stream of the client SDK
+// The event stream (/v1/stream, contract D6) for the whole page: one stream of the client SDK
 // (sdk/src/stream.ts), with the dashboard token as the subprotocol pair `bearer, <jwt>` (browsers
 // cannot set headers on a WebSocket; the URL never carries it). The SDK reconnects with backoff
 // and resumes after the last event it received; a 1008 (token expired) or a refused handshake

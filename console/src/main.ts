@@ -1,6 +1,6 @@
 // The operator console (issue 15): one page, views in the #fragment (#/overview, #/sessions,
 // #/sessions/<id>, #/webhooks), so the service serves a single HTML document. Login is the
-// dashboard login of spec 4.1; every role sees every page, only OWNER and ADMIN get actions.
+// dashboard login of contract 4.1; every role sees every page, only OWNER and ADMIN get actions.
 import 'uplot/dist/uPlot.min.css'
 import './style.css'
 import { html, render } from 'htm/preact'

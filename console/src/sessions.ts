@@ -13,7 +13,7 @@ import { onEvent, type EventEnvelope } from './live.js'
 const STATES = ['', 'PENDING', 'ACTIVE', 'GRACE_PERIOD', 'EXPIRED', 'FAILED'] as const
 const PAGE = 20
 const EXTEND_MINUTES = 15
-// The console's requests count against the tenant's per-minute limit (spec 8.1) like its API
+// The console's requests count against the tenant's per-minute limit (contract 8.1) like its API
 // clients' do: a busy tenant's events are coalesced into at most one reload per interval.
 const LIST_REFRESH_MS = 3_000
 const DETAIL_REFRESH_MS = 250

@@ -1,5 +1,5 @@
 // The HTTP gateway: one uWS app serving the REST API, the provider callbacks and (through the
-// `ws` hook) the WebSocket stream (DECISIONS 1). Every request runs the same short pipeline:
+// `ws` hook) the WebSocket stream (contract D1). Every request runs the same short pipeline:
 //   capture (sync) → body (onData, capped) → auth → tenant rate limit → parse + validate →
 //   handler → allow-list serialization → corked write → one log line.
 import { isDeepStrictEqual } from 'node:util'
@@ -34,7 +34,7 @@ export interface HttpAppOptions {
   checkResponses?: boolean
   /** Register on this app instead of a new uWS.App() (benchmarks drive the handlers in process). */
   app?: TemplatedApp
-  /** Checks the provider's signature of a `signed` route (DECISIONS 5); required when one is routed. */
+  /** Checks the provider's signature of a `signed` route (contract D5); required when one is routed. */
   verifyCallback?: (req: SignedRequest) => VerifyResult
   /** Counts every answer by route pattern and status class (gateway/metrics.ts). */
   metrics?: { observe(route: string | null, status: number, us: number): void }
@@ -262,7 +262,7 @@ function answer(job: Job, out: Outgoing, failure: unknown): void {
 }
 
 /**
- * Spec 8.1. The limiter failing (Redis unreachable) must not take the whole API down with it:
+ * Contract 8.1. The limiter failing (Redis unreachable) must not take the whole API down with it:
  * the request is admitted without rate-limit headers and the failure is logged. The token and
  * login throttles (api/routes/auth.ts) fail closed instead: they guard credentials.
  */
@@ -393,7 +393,7 @@ function errorOut(env: Env, err: unknown): Outgoing {
   if (slug === 'unavailable' || slug === 'retryable') {
     return problemOut(env, 'unavailable', 'The database is unreachable; retry after the Retry-After delay', undefined, { 'retry-after': '2' })
   }
-  // Never the message: a driver error can quote a value (spec 7: no stack or driver message).
+  // Never the message: a driver error can quote a value (contract 7: no stack or driver message).
   return problemOut(env, 'internal', 'An unexpected error occurred; retry with backoff')
 }
 

@@ -1,4 +1,4 @@
-// Request body through `onData` with a byte cap (STYLE 6). uWS hands out chunks that are only
+// Request body through `onData` with a byte cap (style 6). uWS hands out chunks that are only
 // valid during the callback, so each one is copied. Over the cap the rest is read and dropped,
 // up to DRAIN_LIMIT, before the caller answers 413 (issue 19): closing a socket with unread data
 // makes the kernel reset it, and the client then loses the answer (EPIPE, ECONNRESET). Past

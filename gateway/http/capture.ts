@@ -1,4 +1,4 @@
-// Everything a request needs, copied out of uWS synchronously (STYLE 6): `req` is only valid
+// Everything a request needs, copied out of uWS synchronously (style 6): `req` is only valid
 // until the handler returns, and nothing about the request may be read after the first await.
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
 import type { ClientIpResolver } from './client-ip.js'

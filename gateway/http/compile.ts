@@ -1,4 +1,4 @@
-// Boot-time compilation of the route table (STYLE 5): every validator and serializer is built
+// Boot-time compilation of the route table (style 5): every validator and serializer is built
 // once here, never per request. Separate Ajv instances: bodies are validated as sent (no
 // coercion, no defaults); query strings and path parameters are strings on the wire, so they
 // are coerced and take their defaults.

@@ -1,4 +1,4 @@
-// Writing a response. Everything happens inside `res.cork` (STYLE 6): one syscall for status,
+// Writing a response. Everything happens inside `res.cork` (style 6): one syscall for status,
 // headers and body, and required by uWS for any write made after the handler returned.
 import type { HttpResponse } from 'uWebSockets.js'
 

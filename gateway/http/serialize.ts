@@ -1,4 +1,4 @@
-// Response serialization by allow-list (STYLE 5): a picker compiled from the response schema
+// Response serialization by allow-list (style 5): a picker compiled from the response schema
 // copies only the properties the schema declares, recursively. A handler that returns a whole
 // database row, real numbers included, still emits only the declared fields.
 import type { TSchema } from '@sinclair/typebox'

@@ -1,4 +1,4 @@
-// Ajv errors → `errors: [{field, issue}]` (spec 7). Issues are stable snake_case codes; the
+// Ajv errors → `errors: [{field, issue}]` (contract 7). Issues are stable snake_case codes; the
 // rejected value is never echoed (it may be a phone number).
 import type { ErrorObject } from 'ajv'
 import type { FieldIssue } from '../../api/problems.js'

@@ -1,4 +1,4 @@
-// Handshake authentication of the event stream (DECISIONS 6): the JWT comes in
+// Handshake authentication of the event stream (contract D6): the JWT comes in
 // `Authorization: Bearer <jwt>` or, for browsers (which cannot set headers on a WebSocket), as
 // the subprotocol pair `bearer, <jwt>`. Never in the URL: URLs end up in proxy and access logs.
 import type { Authenticator } from '../../api/auth/authenticate.js'
@@ -28,8 +28,8 @@ export function extractToken(authorization: string, secWebSocketProtocol: string
  * The `verifyTenantToken` the service passes to registerStream, over the API's own authenticator
  * (services.authenticator, api/auth/authenticate.ts: same JWT rules, same caches). Tenant tokens
  * and, for the operator console (issue 15), dashboard user tokens of any role are admitted
- * (DECISIONS 6): either way the socket gets its token's tenant's events only. A suspended tenant
- * is refused with 403 (DECISIONS 3), anything else invalid 401.
+ * (contract D6): either way the socket gets its token's tenant's events only. A suspended tenant
+ * is refused with 403 (contract D3), anything else invalid 401.
  */
 export function streamTokenVerifier(auth: Pick<Authenticator, 'authenticateToken'>): (token: string) => StreamPrincipal | Promise<StreamPrincipal> {
   // Synchronous on the authenticator's hot path (a cached token, its tenant in memory), so the

@@ -1,4 +1,4 @@
-// GET /v1/stream (DECISIONS 6): a WebSocket of the caller's tenant's event envelopes, every type
+// GET /v1/stream (contract D6): a WebSocket of the caller's tenant's event envelopes, every type
 // (session.target_swapped included), optionally filtered with `?types=a,b`. Authenticated in
 // `upgrade` before the socket exists; each socket subscribes to its tenant's topic (or to one
 // topic per requested type) and events fan out with `app.publish`: one serialization per event,
@@ -58,7 +58,7 @@ export interface StreamOptions {
   /** This listener's base URL once bound (null before): a handshake decided later is upgraded through it. */
   selfUrl: () => string | null
   log: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>
-  /** Bytes buffered per socket before it is closed (DECISIONS 6: 1 MiB). */
+  /** Bytes buffered per socket before it is closed (contract D6: 1 MiB). */
   maxBackpressure?: number
   /** The `{base_url}` of problem `type` URIs on a refused handshake, read when one is refused. */
   publicBaseUrl?: () => string
@@ -225,7 +225,7 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
     closeOnBackpressureLimit: true as unknown as number,
 
     upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t) {
-      // STYLE 6: everything out of req before the first await; req is stack-allocated.
+      // style 6: everything out of req before the first await; req is stack-allocated.
       const authorization = req.getHeader('authorization')
       const secKey = req.getHeader('sec-websocket-key')
       const secProtocol = req.getHeader('sec-websocket-protocol')

@@ -1,4 +1,4 @@
-// Webhook dispatcher (DECISIONS 6): drains the Postgres outbox, at least once. Any number of
+// Webhook dispatcher (contract D6): drains the Postgres outbox, at least once. Any number of
 // nodes run one each against the same database; `claimDue` leases disjoint rows, so each event
 // is attempted by one node at a time, and a node that dies mid-delivery loses its lease and the
 // event is redelivered by whoever claims it next.
@@ -12,7 +12,7 @@ import { signatureHeaders } from '../../api/webhooks/signing.js'
 import { createHttpTransport, type WebhookTransport } from './transport.js'
 
 /**
- * DECISIONS 6: attempt k (1-based) runs SCHEDULE[k-1] after attempt k-1 failed (the first as soon
+ * contract D6: attempt k (1-based) runs SCHEDULE[k-1] after attempt k-1 failed (the first as soon
  * as the event is committed): 0 s, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h; 8 attempts in all.
  */
 export const RETRY_SCHEDULE_MS: readonly number[] = [
@@ -23,8 +23,8 @@ export const RETRY_SCHEDULE_MS: readonly number[] = [
 export const WAKE_GAP_MS = 20
 
 /**
- * session.target_swapped is not subscribable (spec 6) but always delivered to a configured
- * webhook (DECISIONS 6); the synthetic event of POST /v1/webhooks/test is delivered whatever
+ * session.target_swapped is not subscribable (contract 6) but always delivered to a configured
+ * webhook (contract D6); the synthetic event of POST /v1/webhooks/test is delivered whatever
  * the subscription, since its point is to exercise the endpoint.
  */
 function alwaysDelivered(ev: OutboxEvent): boolean {
@@ -42,7 +42,7 @@ export interface DispatcherOptions {
   /** Defaults to the node:http(s) transport with the SSRF guard. */
   transport?: WebhookTransport
   schedule?: readonly number[]
-  /** Per attempt (DECISIONS 6: 5 s). */
+  /** Per attempt (contract D6: 5 s). */
   timeoutMs?: number
   /** Must exceed timeoutMs comfortably: a lease that lapses mid-attempt means a duplicate. */
   leaseMs?: number

@@ -1,4 +1,4 @@
-// Where the client's bearer token comes from (spec 4.1): an API key pair traded at
+// Where the client's bearer token comes from (contract 4.1): an API key pair traded at
 // POST /v1/auth/token for a 15-minute tenant token, a dashboard login (email and password, a
 // 24-hour user token), or a token the caller already holds. A traded token is renewed shortly
 // before it expires, and at once when the API refuses it (401); concurrent callers share one

@@ -1,5 +1,5 @@
 // One request to the API: the bearer token, JSON in and out, problems as MasklineError, and the
-// bounded retry of spec 8's 429 and 503 answers after their Retry-After. A request is retried
+// bounded retry of contract 8's 429 and 503 answers after their Retry-After. A request is retried
 // only when repeating it cannot do anything twice: a GET, or a create sent with an
 // Idempotency-Key (POST /v1/sessions honours one: a retry with the same key and body returns the
 // first answer and creates nothing).

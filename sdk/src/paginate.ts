@@ -1,4 +1,4 @@
-// The API's lists (spec 2.10) answer `{ data, pagination: { count, after } }`; the next page is
+// The API's lists (contract 2.10) answer `{ data, pagination: { count, after } }`; the next page is
 // asked for with `?after=<pagination.after>` until it is null. A Paginated is an async iterator
 // of the items across pages, fetched one page at a time as the loop asks for more.
 

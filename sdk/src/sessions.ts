@@ -1,4 +1,4 @@
-// Sessions (spec 4.2) and calls: the endpoints under /v1/sessions and /v1/calls.
+// Sessions (contract 4.2) and calls: the endpoints under /v1/sessions and /v1/calls.
 import type { Api } from './api.js'
 import { newIdempotencyKey } from './http.js'
 import type { Paginated } from './paginate.js'

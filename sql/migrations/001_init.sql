@@ -1,6 +1,6 @@
 -- maskline schema v1. Postgres is the source of truth; the engine rebuilds its memory from it.
 -- Real phone numbers are stored only encrypted (AES-256-GCM, *_enc columns); matching uses
--- tenant-salted HMAC hashes (*_hash columns). No column ever holds SMS text (spec 1.6).
+-- tenant-salted HMAC hashes (*_hash columns). No column ever holds SMS text (contract 1.6).
 
 CREATE TABLE tenants (
   id                           uuid PRIMARY KEY,
@@ -18,7 +18,7 @@ CREATE TABLE tenants (
   recording_consent_audio_url  text,
   push_config                  jsonb NOT NULL DEFAULT '{}'::jsonb,
   -- sessions in PENDING/ACTIVE/GRACE_PERIOD; kept in the same transactions that change them so the
-  -- concurrent-session quota (spec 8.2) holds across nodes with a single conditional UPDATE.
+  -- concurrent-session quota (contract 8.2) holds across nodes with a single conditional UPDATE.
   live_sessions                integer NOT NULL DEFAULT 0 CHECK (live_sessions >= 0),
   created_at                   timestamptz NOT NULL DEFAULT now(),
   updated_at                   timestamptz NOT NULL DEFAULT now(),
@@ -48,7 +48,7 @@ CREATE TABLE api_credentials (
 CREATE INDEX api_credentials_tenant ON api_credentials (tenant_id) WHERE revoked_at IS NULL;
 
 -- The number pool. tenant_id is the tenant holding the number while it carries live sessions
--- (DECISIONS 4: one tenant per proxy in use); released_at starts the cooldown (set when the last
+-- (contract D4: one tenant per proxy in use); released_at starts the cooldown (set when the last
 -- live session on it ends, NULL while held). live_sessions counts its PENDING/ACTIVE/GRACE_PERIOD
 -- sessions, kept in the same transactions as the sessions themselves.
 CREATE TABLE proxy_numbers (
@@ -96,7 +96,7 @@ CREATE INDEX sessions_live_id ON sessions (id) WHERE state IN ('PENDING','ACTIVE
 CREATE INDEX sessions_agent_hash ON sessions (tenant_id, agent_hash) WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD');
 CREATE INDEX sessions_customer_hash ON sessions (tenant_id, customer_hash) WHERE state IN ('PENDING','ACTIVE','GRACE_PERIOD');
 
--- One row per party of a live session. The primary key IS the participant-overlap rule (spec 3.1):
+-- One row per party of a live session. The primary key IS the participant-overlap rule (contract 3.1):
 -- the database refuses two live sessions sharing a participant on one proxy, whatever node asks.
 -- Rows are deleted in the transaction that ends the session's life (expiry) or unwires a party (swap).
 -- No foreign keys on purpose: rows are written only by sql/sessions.ts in the transaction that
@@ -129,9 +129,9 @@ CREATE TABLE call_records (
 CREATE INDEX call_records_session ON call_records (session_id, id);
 CREATE INDEX call_records_tenant_id ON call_records (tenant_id, id);
 CREATE INDEX call_records_tenant_initiated ON call_records (tenant_id, initiated_at);
-CREATE INDEX call_records_initiated ON call_records (initiated_at);      -- retention purge (spec 8.7)
+CREATE INDEX call_records_initiated ON call_records (initiated_at);      -- retention purge (contract 8.7)
 
--- Metadata only: there is deliberately no column for the message text (spec 1.6, 2.4).
+-- Metadata only: there is deliberately no column for the message text (contract 1.6, 2.4).
 CREATE TABLE sms_records (
   id                    uuid PRIMARY KEY,
   session_id            uuid NOT NULL REFERENCES sessions(id),
@@ -144,7 +144,7 @@ CREATE TABLE sms_records (
   delivered_at          timestamptz
 );
 CREATE INDEX sms_records_session_sent ON sms_records (session_id, sent_at DESC, id DESC);
-CREATE INDEX sms_records_sent ON sms_records (sent_at);                 -- retention purge (spec 8.7)
+CREATE INDEX sms_records_sent ON sms_records (sent_at);                 -- retention purge (contract 8.7)
 
 CREATE TABLE billing_periods (
   id            uuid PRIMARY KEY,
@@ -156,7 +156,7 @@ CREATE TABLE billing_periods (
   closed_at     timestamptz,
   UNIQUE (tenant_id, period_start)
 );
--- DECISIONS 7: one ACTIVE period per tenant.
+-- contract D7: one ACTIVE period per tenant.
 CREATE UNIQUE INDEX billing_periods_one_active ON billing_periods (tenant_id) WHERE status = 'ACTIVE';
 
 CREATE TABLE pricing (
@@ -268,4 +268,4 @@ CREATE TABLE idempotency_keys (
   created_at    timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (tenant_id, key)
 );
-CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);  -- 24 h expiry (DECISIONS 4)
+CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);  -- 24 h expiry (contract D4)

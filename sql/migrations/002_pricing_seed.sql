@@ -1,4 +1,4 @@
--- Current price list (spec 2.7, DECISIONS 7): one row per tier x metric, USD. A billing event
+-- Current price list (contract 2.7, contract D7): one row per tier x metric, USD. A billing event
 -- records the unit price in force when it happens; a price change later supersedes a row by
 -- setting its effective_until and inserting the new row (pricing_current allows one current row
 -- per tier and metric). Idempotent: rows that exist are kept.

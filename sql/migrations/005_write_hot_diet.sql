@@ -36,7 +36,7 @@ BEGIN
 END
 $$;
 
--- 2. One time index fewer on call_records. The retention purge (spec 8.7) walks
+-- 2. One time index fewer on call_records. The retention purge (contract 8.7) walks
 --    call_records_tenant_initiated one tenant at a time instead of a global (initiated_at) index.
 --
 --    The other time indexes stay, because a time bound is not an id bound here: a call's id is

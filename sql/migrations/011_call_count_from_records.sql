@@ -4,7 +4,7 @@
 -- row lock and one new version of a wide row per call, about 12 of the ~57 µs of Postgres CPU
 -- per recorded call (bench/RESULTS.md, issue 12).
 --
--- spec 2.2 callCount / lastCallAt are now what call_records holds for the session (the index
+-- contract 2.2 callCount / lastCallAt are now what call_records holds for the session (the index
 -- call_records_session (session_id, id) finds them), plus the calls whose records the retention
 -- purge deleted (sql/retention.ts folds them into the two columns below as it deletes). Live
 -- sessions are counted in memory as before (gateway/call-counter.ts); boot, ended sessions,

@@ -47,7 +47,7 @@ BEGIN
       AND NOT EXISTS (
         SELECT 1 FROM r WHERE NOT EXISTS (
           SELECT 1 FROM billing_periods bp WHERE bp.tenant_id = r.tenant AND bp.period_start = r."periodStart"))),
-  -- Idempotency-Keys (DECISIONS 4): claimed as a create alone claims its key; a key used in the
+  -- Idempotency-Keys (contract D4): claimed as a create alone claims its key; a key used in the
   -- last 24 h is not claimed, and its create's session row then gets a NULL tenant (see s).
   claims AS (
     INSERT INTO idempotency_keys (tenant_id, key, request_hash, status_code, response, created_at)

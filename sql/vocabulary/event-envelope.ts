@@ -3,7 +3,7 @@
 import { uuidv7 } from './ids.js'
 import { isoTime } from './iso-time.js'
 
-// DECISIONS 6: the one envelope for webhooks and the WebSocket stream. `data` is built from an
+// contract D6: the one envelope for webhooks and the WebSocket stream. `data` is built from an
 // allow-list of fields, so a real phone number or SMS text cannot reach a tenant by accident.
 export type EventType =
   | 'session.created' | 'session.activated' | 'session.expired' | 'session.target_swapped'
@@ -12,7 +12,7 @@ export type EventType =
   | 'pool.low'
 
 /**
- * The names POST /v1/webhooks accepts: spec 6's nine, sms.blocked (issue #16: an SMS dropped
+ * The names POST /v1/webhooks accepts: contract 6's nine, sms.blocked (issue #16: an SMS dropped
  * because its sender opted out or the session does not carry SMS) and pool.low (issue #16: a
  * region's free proxy numbers fell below 20/10/5 %, or recovered above 25 %);
  * session.target_swapped is always delivered.
@@ -69,7 +69,7 @@ export function newEnvelope(type: EventType, at: number, data: EventData): Event
   return buildEnvelope(uuidv7(at), type, at, data)
 }
 
-/** What every call.* event says (DECISIONS 6). */
+/** What every call.* event says (contract D6). */
 export interface CallEventData {
   sessionId: string
   tenantId: string

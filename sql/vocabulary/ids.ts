@@ -1,7 +1,7 @@
 // Shared vocabulary (test/layering.test.ts): a leaf every layer may import, sql/ included.
 import { randomFillSync } from 'node:crypto'
 
-// DECISIONS 2: every id is a UUIDv7 (RFC 9562), so ordering by id is chronological.
+// contract D2: every id is a UUIDv7 (RFC 9562), so ordering by id is chronological.
 // A monotonic counter in rand_a keeps ids minted in the same millisecond in order.
 // Random bits come from a pool refilled 4 KiB at a time: one randomFillSync per id cost more
 // than the rest of the id (a syscall-backed call per 16 bytes; visible in the callback profile).

@@ -1,4 +1,4 @@
-// Analytics reports (spec 4.5; DECISIONS 7: UTC hour/day buckets, ts = bucket start) over real
+// Analytics reports (contract 4.5; contract D7: UTC hour/day buckets, ts = bucket start) over real
 // data: sessions created and calls driven through the provider callbacks to COMPLETED, MISSED,
 // FAILED, ANSWERED and RINGING at chosen instants of a clock the test moves.
 import t, { type Test } from 'tap'
@@ -28,7 +28,7 @@ t.test('analytics', async t => {
     tokens.set(acct.tenantId, { token: r.body.accessToken, at: now })
     return r.body.accessToken
   }
-  // Each tenant may make 100 requests a minute (spec 8.1): the clock steps past the window often.
+  // Each tenant may make 100 requests a minute (contract 8.1): the clock steps past the window often.
   let requests = 0
   async function get(acct: Account, path: string) {
     if (++requests % 40 === 0) now += 61_000
@@ -171,7 +171,7 @@ t.test('analytics', async t => {
     const hour = await get(acct, '/v1/analytics/sessions-over-time?periodStart=2026-03-09T12:00:00+02:00&periodEnd=2026-03-09T13:00:00+02:00&granularity=hour')
     t.same(hour.body, [{ ts: '2026-03-09T10:00:00.000Z', count: 2 }])
     // A New York day (05:00Z to 05:00Z): the sessions of that window, in their UTC day buckets;
-    // the bucket starts before periodStart (ts is the bucket start, DECISIONS 7).
+    // the bucket starts before periodStart (ts is the bucket start, contract D7).
     const ny = await get(acct, `/v1/analytics/sessions-over-time${qs({ periodStart: '2026-03-09T00:00:00-05:00', periodEnd: '2026-03-10T00:00:00-05:00' })}`)
     t.same(ny.body, [{ ts: '2026-03-09T00:00:00.000Z', count: 3 }])
     const atStart = await get(acct, `/v1/analytics/sessions-over-time${qs({ periodStart: s3.createdAt, periodEnd: '2026-03-09T12:00:00Z', granularity: 'hour' })}`)

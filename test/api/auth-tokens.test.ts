@@ -1,4 +1,4 @@
-// Spec 5.2/5.3, DECISIONS 3: which token is accepted where, and every way a token can be wrong.
+// Contract 5.2/5.3, contract D3: which token is accepted where, and every way a token can be wrong.
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import { SignJWT } from 'jose'
@@ -22,7 +22,7 @@ t.test('token types are not interchangeable: 403 forbidden', async t => {
   t.equal(onUserRoute.body.detail, 'This endpoint needs a dashboard user token')
   const onProvision = await api.post('/v1/numbers/provision', { token: a.accessToken, body: { region: 'US', count: 1 } })
   t.equal(onProvision.status, 403)
-  // spec 5.2: devices, config reads and tenants/me take both.
+  // contract 5.2: devices, config reads and tenants/me take both.
   for (const token of [a.accessToken, user]) {
     t.equal((await api.get('/v1/config', { token })).status, 200)
     t.equal((await api.get('/v1/tenants/me', { token })).status, 200)

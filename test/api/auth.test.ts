@@ -1,4 +1,4 @@
-// Spec 4.1 and 5: signup, token exchange, dashboard login, key rotation.
+// Contract 4.1 and 5: signup, token exchange, dashboard login, key rotation.
 import t from 'tap'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
 import { sql } from 'slonik'

@@ -1,4 +1,4 @@
-// Billing reads (spec 2.5-2.7, 4.6, 8.5; DECISIONS 7): raw events with the unit price in force
+// Billing reads (contract 2.5-2.7, 4.6, 8.5; contract D7): raw events with the unit price in force
 // for the tenant's tier, calendar-month periods opened on first use and listed newest first,
 // the seeded price list, usage as in analytics. Real data: sessions over three months and a
 // call walked to COMPLETED through the provider callbacks, on a clock the test moves.
@@ -47,7 +47,7 @@ t.test('billing', async t => {
   }
   let requests = 0
   async function get(acct: Account, path: string) {
-    if (++requests % 40 === 0) now += 61_000 // stay under 100 requests a minute (spec 8.1)
+    if (++requests % 40 === 0) now += 61_000 // stay under 100 requests a minute (contract 8.1)
     return api.req('GET', path, { token: await tokenOf(acct) })
   }
   const at = (iso: string) => { now = Date.parse(iso) }

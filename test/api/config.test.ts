@@ -1,4 +1,4 @@
-// Spec 4.4: GET/PATCH /v1/config, GET /v1/tenants/me; R-REC on the tenant.
+// Contract 4.4: GET/PATCH /v1/config, GET /v1/tenants/me; R-REC on the tenant.
 import t from 'tap'
 import { sql } from 'slonik'
 import type { TenantRouting } from '../../engine/types.js'

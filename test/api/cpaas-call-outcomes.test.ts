@@ -1,5 +1,5 @@
-// Calls walked from the voice fetch to their end through the real HTTP service (spec 4.10,
-// DECISIONS 5), with the callbacks a TeXML provider sends: the Number statusCallback and the Dial
+// Calls walked from the voice fetch to their end through the real HTTP service (contract 4.10,
+// contract D5), with the callbacks a TeXML provider sends: the Number statusCallback and the Dial
 // action (both `?callId=`), and the TeXML application's own status callback for the parent call
 // (no callId, issue #5). Each outcome is read back through GET /v1/calls/:id, its events from the
 // outbox and its usage from billing_events. Callbacks also arrive out of order.

@@ -1,4 +1,4 @@
-// Direction modes end to end (spec 2 "Direction mode", DECISIONS 5) through the real HTTP service,
+// Direction modes end to end (contract 2 "Direction mode", contract D5) through the real HTTP service,
 // the real telnyx SDK against a fake Telnyx, and Ed25519-signed callbacks. A_TO_B_ONLY lets only
 // the agent (A) reach the customer (B); B_TO_A_ONLY only B reach A.
 // - SMS from the side that may not send: dropped. Answered 200 {"ok":true} like any SMS, nothing

@@ -1,4 +1,4 @@
-// Failover over HTTP (spec 4.11, DECISIONS 5): the running service forwards SMS through the real
+// Failover over HTTP (contract 4.11, contract D5): the running service forwards SMS through the real
 // telnyx SDK to a primary and a backup fake Telnyx. The primary fails 5 times → its breaker is OPEN
 // → sends go to the backup → after the 30 s cool-off (the service clock is moved, nobody sleeps) one
 // trial request closes it again. GET /v1/health/cpaas, read from the service, shows every step.

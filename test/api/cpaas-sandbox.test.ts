@@ -1,4 +1,4 @@
-// The sandbox provider (DECISIONS 1): callbacks are not signature-checked; an SMS is "forwarded"
+// The sandbox provider (contract D1): callbacks are not signature-checked; an SMS is "forwarded"
 // nowhere, recorded DELIVERED, and logged without numbers or text.
 // - Through the real service started as `npm start` does with nothing configured (the sandbox is
 //   the default): the inbound SMS is acknowledged, forwarded through the sandbox, its record ends
@@ -35,7 +35,7 @@ t.test('an inbound SMS through the sandbox service is forwarded and recorded DEL
     return (id as string | null) ?? undefined
   }, 'the SMS recorded DELIVERED')
   t.match(forwardId, /^sandbox-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'forwarded through the sandbox')
-  // DECISIONS 1: the sandbox logs the forward, without numbers or text.
+  // contract D1: the sandbox logs the forward, without numbers or text.
   const sandboxLines = api.logLines.map(l => JSON.parse(l) as Record<string, unknown>).filter(l => l.provider === 'sandbox' && 'providerMessageId' in l)
   t.match(sandboxLines, [{ level: 30, providerMessageId: forwardId, msg: /sandbox/ }], 'the forward is logged once, by its sandbox id')
   t.equal(sandboxLines.length, 1)

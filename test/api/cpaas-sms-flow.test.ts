@@ -1,5 +1,5 @@
 // SMS relayed in both directions through the real HTTP service and the real telnyx SDK against a
-// fake Telnyx (spec 1.5, 4.10; DECISIONS 5): the customer B → the agent A and A → B, each from the
+// fake Telnyx (contract 1.5, 4.10; contract D5): the customer B → the agent A and A → B, each from the
 // proxy; a replayed `message.received` forwarded once; delivery statuses that arrive out of order
 // never move a status backwards (QUEUED < SENT < DELIVERED | FAILED).
 import t from 'tap'

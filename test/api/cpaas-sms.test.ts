@@ -1,4 +1,4 @@
-// SMS relay (spec 1.5, 1.6, 4.10; DECISIONS 5) through the real telnyx SDK against a fake Telnyx:
+// SMS relay (contract 1.5, 1.6, 4.10; contract D5) through the real telnyx SDK against a fake Telnyx:
 // forwarded from the proxy, acknowledged only once the forward is handed to the provider (503 +
 // Retry-After when the provider is too slow for the 2 s answer budget), idempotent on the
 // provider's message id, metadata-only records, delivery status updates, text never stored.

@@ -1,4 +1,4 @@
-// Voice callbacks end to end (spec 4.10, DECISIONS 5) with Telnyx Ed25519 signatures: routing
+// Voice callbacks end to end (contract 4.10, contract D5) with Telnyx Ed25519 signatures: routing
 // answers, direction modes, consent before the bridge, the status walk to COMPLETED with usage,
 // replayed callbacks, expired behaviours, refused signatures.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Spec 4.7, DECISIONS 9: push tokens and presence, keyed by tenant and hashed userPhone.
+// Contract 4.7, contract D9: push tokens and presence, keyed by tenant and hashed userPhone.
 import t from 'tap'
 import { sql } from 'slonik'
 import { problems } from '../../api/problems.js'

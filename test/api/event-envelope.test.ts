@@ -1,6 +1,6 @@
 // sql/vocabulary/event-envelope.ts: callEnvelope, the voice path's builder, gives the envelope
 // newEnvelope gives for the same call fields (same JSON text, key order included), and copies
-// only the fields DECISIONS 6 names for call events, whatever else its argument carries.
+// only the fields contract D6 names for call events, whatever else its argument carries.
 import t from 'tap'
 import { buildEnvelope, callEnvelope, type CallEventData } from '../../sql/vocabulary/event-envelope.js'
 

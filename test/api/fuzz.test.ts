@@ -30,7 +30,7 @@ const CASES_PER_MINUTE = 400
 type Json = Record<string, any>
 
 const E164_RE = /\+\d{7,15}/g
-/** The seeded pool (DECISIONS 1): proxy numbers, which answers carry by design. */
+/** The seeded pool (contract D1): proxy numbers, which answers carry by design. */
 const POOL_RE = /^\+120255501\d\d$/
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -211,7 +211,7 @@ function numbersIn(s: string): string[] {
 
 const PARTY_FIELDS = ['agentPhone', 'customerPhone', 'userPhone'] as const
 
-/** The numbers a request names as parties (the fields of spec 2.2 / 4.7, as the harness does). */
+/** The numbers a request names as parties (the fields of contract 2.2 / 4.7, as the harness does). */
 function partyNumbersOf(url: string, body: string | Uint8Array | null): string[] {
   const out: string[] = []
   const q = new URL(url).searchParams
@@ -286,7 +286,7 @@ async function fuzzSetup(t: Test) {
   return { api, w, tokens, creds, tick, failuresLogged }
 }
 
-/** The 5xx answers the API documents: no proxy number left (spec 7), provisioning not offered (docs/api.md). */
+/** The 5xx answers the API documents: no proxy number left (contract 7), provisioning not offered (docs/api.md). */
 function documented5xx(op: Op, status: number, text: string): boolean {
   return (status === 503 && text.includes('/errors/pool-exhausted')) || (status === 501 && op.path === '/v1/numbers/provision')
 }
@@ -335,7 +335,7 @@ t.test(`fuzz: ${REST_RUNS} requests over every OpenAPI operation`, async t => {
     statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1)
     if (c.op.path === '/v1/auth/rotate-key' && r.status === 200) Object.assign(creds, JSON.parse(text)) // keep our key working
     if (r.status >= 500 && !documented5xx(c.op, r.status, text)) throw new Error(`5xx: ${what}`)
-    if (r.status >= 400 && !(r.status === 501 && documented5xx(c.op, r.status, text))) { // the 501 is `{error}` (spec 7.2)
+    if (r.status >= 400 && !(r.status === 501 && documented5xx(c.op, r.status, text))) { // the 501 is `{error}` (contract 7.2)
       if (!/^application\/problem\+json/.test(r.headers.get('content-type') ?? '')) throw new Error(`not a problem document: ${what}`)
       const p = JSON.parse(text) as Json
       if (p.status !== r.status || !/^[a-z]+:\/\/.+\/errors\/[a-z-]+$/.test(p.type) || !/^urn:maskline:err:/.test(p.instance)) throw new Error(`malformed problem: ${what}`)

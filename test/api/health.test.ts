@@ -1,4 +1,4 @@
-// Spec 4.11: health and provider breakers, without authentication.
+// Contract 4.11: health and provider breakers, without authentication.
 import t from 'tap'
 import { ownRoutes, startApi } from '../gateway/harness.js'
 import { startTestService } from '../support/service.js'

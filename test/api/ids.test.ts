@@ -1,4 +1,4 @@
-// sql/vocabulary/ids.ts: every id is a UUIDv7 (DECISIONS 2, RFC 9562) whose first 48 bits are the
+// sql/vocabulary/ids.ts: every id is a UUIDv7 (contract D2, RFC 9562) whose first 48 bits are the
 // millisecond it was minted for, version 7, variant 10, a counter in rand_a that keeps ids of one
 // millisecond in order (and carries into the next one past 4,095), random bits in rand_b; ids of a
 // process never go backwards, even when the clock does.

@@ -1,4 +1,4 @@
-// Spec 4.8: pool counts (from the engine hook) and provisioning (501 for an OWNER).
+// Contract 4.8: pool counts (from the engine hook) and provisioning (501 for an OWNER).
 import t from 'tap'
 import { sql } from 'slonik'
 import type { PoolEntry } from '../../api/services.js'
@@ -72,7 +72,7 @@ t.test('POST /v1/numbers/provision: 501 {error} for an OWNER, after validation',
   const owner = await api.login(a.email, a.password)
   const r = await api.post('/v1/numbers/provision', { token: owner, body: { region: 'US', count: 5 } })
   t.equal(r.status, 501)
-  t.equal(r.headers.get('content-type'), 'application/json', 'not a problem document (spec 7.2)')
+  t.equal(r.headers.get('content-type'), 'application/json', 'not a problem document (contract 7.2)')
   t.same(Object.keys(r.body), ['error'])
   t.type(r.body.error, 'string')
 

@@ -1,4 +1,4 @@
-// Spec 7: the catalog in api/problems.ts matches the spec's table both ways (STYLE 4).
+// Contract 7: the catalog in api/problems.ts matches the contract's table both ways (style 4).
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { REJECTIONS } from '../../engine/rejections.js'
@@ -16,7 +16,7 @@ function specRows(text: string): Map<string, number> {
 
 const fixture = specRows(readFileSync(new URL('../fixtures/spec-7-errors.md', import.meta.url), 'utf8'))
 
-t.test('every spec 7 row is in the catalog with its status', async t => {
+t.test('every contract 7 row is in the catalog with its status', async t => {
   t.equal(fixture.size, 14)
   for (const [slug, status] of fixture) {
     t.ok(isProblemSlug(slug), `${slug} catalogued`)
@@ -24,7 +24,7 @@ t.test('every spec 7 row is in the catalog with its status', async t => {
   }
 })
 
-t.test('every catalog slug is a spec 7 row or one of the HTTP-level extensions', async t => {
+t.test('every catalog slug is a contract 7 row or one of the HTTP-level extensions', async t => {
   const extensions = ['method-not-allowed', 'payload-too-large', 'unsupported-media-type', 'unavailable']
   t.same(Object.keys(problems).filter(s => !fixture.has(s)).sort(), extensions.sort())
   t.same([...SPEC_SLUGS].sort(), [...fixture.keys()].sort())
@@ -48,7 +48,7 @@ t.test('every engine rejection has a catalog entry', async t => {
   for (const r of REJECTIONS) t.ok(isProblemSlug(r), r)
 })
 
-t.test('a problem renders as spec 7 says', async t => {
+t.test('a problem renders as contract 7 says', async t => {
   const doc = renderProblem('https://api.example', 'invalid-target', 'Target equals the agent number', [{ field: 'customerPhone', issue: 'same_as_agent' }])
   t.match(doc.instance, /^urn:maskline:err:[0-9a-f-]{36}$/)
   t.same(doc, {

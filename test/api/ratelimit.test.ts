@@ -1,4 +1,4 @@
-// Spec 8.1/8.3: the sliding 60-second window per tenant, its headers and 429; both limiter
+// Contract 8.1/8.3: the sliding 60-second window per tenant, its headers and 429; both limiter
 // implementations (in-memory, and Redis against the real server) on an injected clock.
 import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
@@ -49,7 +49,7 @@ function limiterContract(name: string, make: (t: Test, now: () => number) => Pro
 }
 
 limiterContract('memory', async (_t, now) => createMemoryRateLimiter({ now }))
-/** Spec 8.1 said as plainly as possible: every admission time kept, counted anew on each hit. */
+/** Contract 8.1 said as plainly as possible: every admission time kept, counted anew on each hit. */
 function referenceLimiter(now: () => number) {
   const admitted = new Map<string, number[]>()
   return (key: string, limit: number, windowMs: number) => {

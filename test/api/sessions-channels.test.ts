@@ -1,9 +1,9 @@
 // Issue #16 item 4: `channels` on POST /v1/sessions, end to end through the real service, the
 // real telnyx SDK against a fake Telnyx and signed callbacks.
-// - Default both; shown in the session wherever the spec returns it (create, memory read, list).
+// - Default both; shown in the session wherever the contract returns it (create, memory read, list).
 // - Bad values (empty, repeated, unknown) are 400 validation and create nothing.
 // - A call on an SMS-only session: <Reject reason="rejected"/>, recorded FAILED (call.incoming,
-//   call.failed), as a call against the direction mode (DECISIONS 5).
+//   call.failed), as a call against the direction mode (contract D5).
 // - An SMS on a voice-only session: acknowledged, not forwarded, recorded FAILED with reason
 //   `channel` and reported by sms.blocked (reason `channel`); no usage; a provider retry of the
 //   same message changes nothing twice.

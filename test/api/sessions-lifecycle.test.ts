@@ -1,4 +1,4 @@
-// Spec 4.2 + 3.1 through the real service: create, get, patch, end, expiry, errors.
+// Contract 4.2 + 3.1 through the real service: create, get, patch, end, expiry, errors.
 import t from 'tap'
 import { startTestService } from '../support/service.js'
 

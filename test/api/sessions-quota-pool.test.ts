@@ -1,5 +1,5 @@
-// Tier quota (spec 8.2, 429 tier-session-limit), pool exhaustion (503 pool-exhausted) and the
-// Idempotency-Key of POST /v1/sessions (DECISIONS 4).
+// Tier quota (contract 8.2, 429 tier-session-limit), pool exhaustion (503 pool-exhausted) and the
+// Idempotency-Key of POST /v1/sessions (contract D4).
 import t from 'tap'
 import { sql } from 'slonik'
 import { startTestService } from '../support/service.js'

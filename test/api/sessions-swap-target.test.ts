@@ -1,4 +1,4 @@
-// PATCH /v1/sessions/:id/target (spec 4.2, 3.1): idempotent, invalid-target, target-conflict,
+// PATCH /v1/sessions/:id/target (contract 4.2, 3.1): idempotent, invalid-target, target-conflict,
 // audit with hashes only, the previous customer unwired at once, session.target_swapped emitted.
 import t from 'tap'
 import { sql } from 'slonik'

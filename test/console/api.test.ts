@@ -28,7 +28,7 @@ t.test('console endpoints', async t => {
   const s = (await api.req('POST', '/v1/sessions', { token: a.token, body: { agentPhone: A, customerPhone: B } })).body
   const other = (await api.req('POST', '/v1/sessions', { token: b.token, body: { agentPhone: api.phone(24), customerPhone: api.phone(25) } })).body
 
-  await t.test('user tokens only, the tenant API unchanged (spec 5.3)', async t => {
+  await t.test('user tokens only, the tenant API unchanged (contract 5.3)', async t => {
     for (const token of [a.ownerToken, admin, operator]) {
       const list = await api.req('GET', '/v1/console/sessions', { token })
       t.equal(list.status, 200)

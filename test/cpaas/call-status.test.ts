@@ -1,4 +1,4 @@
-// DECISIONS 5 call status: RINGING → ANSWERED on in-progress; completed after answer or
+// contract D5 call status: RINGING → ANSWERED on in-progress; completed after answer or
 // DialCallStatus=completed → COMPLETED; busy/no-answer/canceled → MISSED; failed → FAILED.
 // Never backwards, duplicates ignored, terminal states final. The parent leg (the TeXML
 // application's status callback, issue #5) ends only a call that was never answered.

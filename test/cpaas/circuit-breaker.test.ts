@@ -1,4 +1,4 @@
-// DECISIONS 5 failover breaker: CLOSED → OPEN after 5 consecutive failures or timeouts (3 s);
+// contract D5 failover breaker: CLOSED → OPEN after 5 consecutive failures or timeouts (3 s);
 // OPEN → HALF_OPEN after 30 s; one trial request closes or reopens it. Driven by a fake clock.
 import t from 'tap'
 import { CircuitBreaker, type BreakerState } from '../../api/cpaas/circuit-breaker.js'

@@ -1,4 +1,4 @@
-// Spec 4.11 / DECISIONS 5 failover, end to end with the REAL telnyx SDK against two fake Telnyx
+// Contract 4.11 / contract D5 failover, end to end with the REAL telnyx SDK against two fake Telnyx
 // APIs: primary fails 5× → OPEN → sends go to the backup → 30 s later (fake clock) a trial
 // request closes it again. Health snapshots are checked at every step.
 import t, { type Test } from 'tap'

@@ -1,4 +1,4 @@
-// DECISIONS 5: callbacks are form-encoded. The parser never throws: malformed input is null (400).
+// contract D5: callbacks are form-encoded. The parser never throws: malformed input is null (400).
 import t from 'tap'
 import fc from 'fast-check'
 import { canonicalFormString, encodeForm, formPairs, MAX_FORM_FIELDS, parseForm } from '../../api/cpaas/form.js'

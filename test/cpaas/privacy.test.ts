@@ -1,4 +1,4 @@
-// Spec 1.6 / 5.7, DECISIONS 5: no CPaaS module logs or throws a phone number, SMS text, secret or
+// Contract 1.6 / 5.7, contract D5: no CPaaS module logs or throws a phone number, SMS text, secret or
 // signature. Static half: the modules import no logger and print nothing (the sandbox reports a
 // forward through a sink typed to take its sandbox id only). Dynamic half: every failure
 // path of the providers and breaker yields only codes, and the SDK prints nothing.

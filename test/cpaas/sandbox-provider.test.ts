@@ -1,4 +1,4 @@
-// DECISIONS 1: the sandbox sends nothing anywhere, returns a sandbox-<uuid> id, keeps no copy.
+// contract D1: the sandbox sends nothing anywhere, returns a sandbox-<uuid> id, keeps no copy.
 import t from 'tap'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'

@@ -1,4 +1,4 @@
-// DECISIONS 1: CPAAS_SIGNATURE=none is refused unless CPAAS_PROVIDER=sandbox.
+// contract D1: CPAAS_SIGNATURE=none is refused unless CPAAS_PROVIDER=sandbox.
 import t from 'tap'
 import { createSignatureVerifier, validateSignatureConfig } from '../../api/cpaas/signature.js'
 

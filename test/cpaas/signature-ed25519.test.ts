@@ -1,4 +1,4 @@
-// DECISIONS 5: telnyx-ed25519 — Ed25519 over "<telnyx-timestamp>|<raw body>", timestamp within 300 s.
+// contract D5: telnyx-ed25519 — Ed25519 over "<telnyx-timestamp>|<raw body>", timestamp within 300 s.
 import t from 'tap'
 import { TelnyxWebhook } from 'telnyx/lib/webhooks'
 import { createSignatureVerifier, ed25519PublicKeyFromBase64 } from '../../api/cpaas/signature.js'

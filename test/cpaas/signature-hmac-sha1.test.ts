@@ -1,4 +1,4 @@
-// DECISIONS 5: hmac-sha1 — X-Twilio-Signature = base64 HMAC-SHA1 over PUBLIC_BASE_URL + path +
+// contract D5: hmac-sha1 — X-Twilio-Signature = base64 HMAC-SHA1 over PUBLIC_BASE_URL + path +
 // query + sorted form name/value pairs. Known vectors are Twilio's documented examples (auth token
 // 12345, https://mycompany.com/myapp.php?foo=1&bar=2).
 import t from 'tap'

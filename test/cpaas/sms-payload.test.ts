@@ -1,4 +1,4 @@
-// DECISIONS 5 POST /sms: Telnyx JSON (message.received / sent / finalized) or form → one shape.
+// contract D5 POST /sms: Telnyx JSON (message.received / sent / finalized) or form → one shape.
 import t from 'tap'
 import { encodeForm } from '../../api/cpaas/form.js'
 import { mapTelnyxStatus, normalizeFormSms, normalizeTelnyxSms, parseSmsCallback } from '../../api/cpaas/sms-payload.js'

@@ -1,5 +1,5 @@
 // The Telnyx adapter with the REAL telnyx SDK against a local fake API: request shape, exactly
-// one request per send (no SDK retries, DECISIONS 5), error mapping to codes that carry no
+// one request per send (no SDK retries, contract D5), error mapping to codes that carry no
 // number and no text.
 import t, { type Test } from 'tap'
 import { createServer } from 'node:net'

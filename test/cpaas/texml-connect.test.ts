@@ -1,4 +1,4 @@
-// DECISIONS 5: the TeXML answer for a routable session, in order: consent (when recording), Dial.
+// contract D5: the TeXML answer for a routable session, in order: consent (when recording), Dial.
 import t from 'tap'
 import { connectTexml, CONSENT_MESSAGE, decisionTexml, TEXML_CONTENT_TYPE } from '../../api/cpaas/telnyx/texml.js'
 
@@ -49,7 +49,7 @@ t.test('R-REC: recording never starts without an announcement', async t => {
   t.match(none, /<Response><Say>[^<]+<\/Say><Dial /, 'NONE with recording (invalid) still announces')
 })
 
-t.test('timeLimit: default 3600 (spec 8.7), override, invalid values fall back', async t => {
+t.test('timeLimit: default 3600 (contract 8.7), override, invalid values fall back', async t => {
   t.match(connectTexml({ ...base, recording: false, consent: 'NONE', timeLimitSeconds: 600 }), / timeLimit="600" /)
   t.match(connectTexml({ ...base, recording: false, consent: 'NONE', timeLimitSeconds: 0 }), / timeLimit="3600" /)
   t.match(connectTexml({ ...base, recording: false, consent: 'NONE', timeLimitSeconds: 1.5 }), / timeLimit="3600" /)

@@ -1,4 +1,4 @@
-// DECISIONS 5 "Escape XML": every interpolated value, in attributes and in text, is escaped so a
+// contract D5 "Escape XML": every interpolated value, in attributes and in text, is escaped so a
 // hostile value can neither break the document nor inject a verb.
 import t from 'tap'
 import fc from 'fast-check'

@@ -1,4 +1,4 @@
-// Spec 3.1 / DECISIONS 5: expired or unknown caller on a known proxy gets the tenant's
+// Contract 3.1 / contract D5: expired or unknown caller on a known proxy gets the tenant's
 // expiredCallBehavior; direction not allowed and unknown proxy are rejected.
 import t from 'tap'
 import {

@@ -25,7 +25,7 @@ import { checkInvariants, eventCount, LIVE, mapLimit, phoneSource, routeLabel, s
 
 const TENANTS = 6
 const WORKERS_PER_TENANT = 3
-/** API requests per tenant in the load: STARTER allows 100 a minute (spec 8.1), a few are kept for the checks. */
+/** API requests per tenant in the load: STARTER allows 100 a minute (contract 8.1), a few are kept for the checks. */
 const OPS_PER_TENANT = 70
 /** The kill comes after this many acknowledged creates/ends/swaps (of at most TENANTS × OPS_PER_TENANT). */
 const KILL_AFTER = 200

@@ -1,4 +1,4 @@
-// Expiry while the process is down (spec 3.1, DECISIONS 4): sessions whose deadline passes while
+// Expiry while the process is down (contract 3.1, contract D4): sessions whose deadline passes while
 // no process runs are EXPIRED as soon as the service is back (the boot sweep runs before it
 // listens), with exactly one session.expired outbox row and one webhook delivery each, even when
 // two processes boot at once against the same Postgres (real PG only: an embedded DATA_DIR admits

@@ -27,7 +27,7 @@ const TENANTS = 8
 const WORKERS_PER_TENANT = 1
 /**
  * Creates per tenant in each of the four load phases: with the retries at the end, a tenant stays
- * under STARTER's 100 requests a minute (spec 8.1) and 100 live sessions.
+ * under STARTER's 100 requests a minute (contract 8.1) and 100 live sessions.
  */
 const CREATES_PER_PHASE = 12
 /**

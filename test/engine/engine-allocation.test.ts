@@ -1,6 +1,6 @@
-// DECISIONS 4 allocation: the customer's region, then the agent's, then any; a number the tenant
+// contract D4 allocation: the customer's region, then the agent's, then any; a number the tenant
 // already holds before a free one; one tenant per number; never two live sessions sharing a
-// participant on one number (spec 3.1); pool-exhausted only when nothing fits.
+// participant on one number (contract 3.1); pool-exhausted only when nothing fits.
 import t from 'tap'
 import { RING_TRIES } from '../../engine/allocate-proxy.js'
 import { type E164 } from '../../engine/index.js'

@@ -1,4 +1,4 @@
-// spec 3.1 / 2.9: a released number cools down before it is available again; pool counts per
+// contract 3.1 / 2.9: a released number cools down before it is available again; pool counts per
 // region and provider always add up (available + inUse + cooldown = total).
 import t from 'tap'
 import { MINUTE, TENANT_B, gb, harness, input, ok, us } from './helpers.js'

@@ -1,5 +1,5 @@
-// spec 3.1 row "(none) → POST /v1/sessions → ACTIVE": planCreate is pure, commit applies and emits
-// session.created then session.activated (spec 6).
+// contract 3.1 row "(none) → POST /v1/sessions → ACTIVE": planCreate is pure, commit applies and emits
+// session.created then session.activated (contract 6).
 import t from 'tap'
 import { UnknownTenantError, type TenantId } from '../../engine/index.js'
 import { AGENT, CUSTOMER, MINUTE, TENANT_A, harness, input, ok, us } from './helpers.js'

@@ -1,5 +1,5 @@
-// Random sequences of create / end / swap / patch / advance+tick against the invariants of spec 3.1,
-// 8.2 and DECISIONS 4, checked after every step from the outside (get, route, poolCounts, tenantsLiveIn):
+// Random sequences of create / end / swap / patch / advance+tick against the invariants of contract 3.1,
+// 8.2 and contract D4, checked after every step from the outside (get, route, poolCounts, tenantsLiveIn):
 // - no proxy carries two live sessions sharing a participant, nor sessions of two tenants;
 // - pool counts add up to the total and match the numbers in use and cooling down;
 // - no live session outlives its expiresAt past one tick;
@@ -63,7 +63,7 @@ function run(cmds: Cmd[]): void {
 
   const live = (): SessionRecord[] => ids.map(id => engine.get(id)).filter((r): r is SessionRecord => r !== undefined)
 
-  /** Whether a create for these parties could use this number (DECISIONS 4), by brute force. */
+  /** Whether a create for these parties could use this number (contract D4), by brute force. */
   const fits = (number: string, tenantId: string, agent: E164, customer: E164, sessions: SessionRecord[]) => {
     const on = sessions.filter(s => s.proxyNumber === number)
     if (on.length === 0) return (releasedAt.get(number) ?? -Infinity) + COOLDOWN <= now

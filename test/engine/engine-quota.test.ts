@@ -1,4 +1,4 @@
-// spec 8.2: the concurrent-session quota counts PENDING, ACTIVE and GRACE_PERIOD sessions; it rises
+// contract 8.2: the concurrent-session quota counts PENDING, ACTIVE and GRACE_PERIOD sessions; it rises
 // at creation and falls at expiry, per tenant.
 import t from 'tap'
 import { TIER_LIMITS } from '../../engine/index.js'

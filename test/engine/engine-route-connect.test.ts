@@ -1,4 +1,4 @@
-// Routing of a routable session (spec 3.1 direction modes, R-REC, DECISIONS 5 voice answer inputs).
+// Routing of a routable session (contract 3.1 direction modes, R-REC, contract D5 voice answer inputs).
 import t from 'tap'
 import { AGENT, CUSTOMER, TENANT_A, harness, tenant, us } from './helpers.js'
 

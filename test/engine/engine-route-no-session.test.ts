@@ -1,6 +1,6 @@
 // A caller without a routable session on a known proxy gets no-session with the tenant that holds
-// (or last held) the number, to apply its expiredCallBehavior (spec 3.1); an unknown proxy is
-// unknown-proxy (DECISIONS 5: <Reject/>).
+// (or last held) the number, to apply its expiredCallBehavior (contract 3.1); an unknown proxy is
+// unknown-proxy (contract D5: <Reject/>).
 import t from 'tap'
 import { AGENT, CUSTOMER, MINUTE, TENANT_A, TENANT_B, T0, harness, record, tenant, us } from './helpers.js'
 

@@ -1,5 +1,5 @@
-// PATCH /v1/sessions/:id/target through the engine (spec 4.2): the overlap check needs the index,
-// the swap unwires the previous customer at once (spec 3.1), the event fires at commit only.
+// PATCH /v1/sessions/:id/target through the engine (contract 4.2): the overlap check needs the index,
+// the swap unwires the previous customer at once (contract 3.1), the event fires at commit only.
 import t from 'tap'
 import { AGENT, CUSTOMER, MINUTE, harness, ok, record, us } from './helpers.js'
 

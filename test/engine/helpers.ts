@@ -1,5 +1,5 @@
-// Shared fixtures of the engine tests: a simulated clock (STYLE 7), fictional numbers from the
-// ranges reserved for drama (DECISIONS 2), and create/end/swap helpers over the public API.
+// Shared fixtures of the engine tests: a simulated clock (style 7), fictional numbers from the
+// ranges reserved for drama (contract D2), and create/end/swap helpers over the public API.
 import {
   Engine, TIER_LIMITS, expiryEvent,
   type CreateInput, type E164, type EngineEvent, type OkPlan, type Plan, type SessionId, type SessionMsg,

@@ -1,4 +1,4 @@
-// Mailboxes (STYLE 3): per-key FIFO, one message to completion before the next, keys independent,
+// Mailboxes (style 3): per-key FIFO, one message to completion before the next, keys independent,
 // a failure rejects its own caller only, and an idle key keeps no inbox.
 import t from 'tap'
 import { Mailboxes } from '../../engine/index.js'

@@ -1,4 +1,4 @@
-// STYLE 1: the engine is pure. Fails the build if any engine file grows an import outside the
+// style 1: the engine is pure. Fails the build if any engine file grows an import outside the
 // allowlist or reads a clock, arms a timer or draws randomness.
 import t from 'tap'
 import { readdirSync, readFileSync } from 'node:fs'
@@ -79,7 +79,7 @@ t.test('every engine file is pure', async t => {
   }
 })
 
-t.test('engine files are kebab-case and under 300 lines (STYLE 2)', async t => {
+t.test('engine files are kebab-case and under 300 lines (style 2)', async t => {
   for (const f of readdirSync(engineDir)) {
     t.match(f, /^[a-z0-9]+(-[a-z0-9]+)*\.ts$/, `${f} is kebab-case .ts`)
     const lines = readFileSync(join(engineDir, f), 'utf8').split('\n').length

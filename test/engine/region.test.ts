@@ -1,4 +1,4 @@
-// DECISIONS 2/4: the region of a number is its country by libphonenumber-js, with the calling
+// contract D2/D4: the region of a number is its country by libphonenumber-js, with the calling
 // code's main country for numbers the library cannot place (fictional ranges).
 import t from 'tap'
 import { regionOf } from '../../engine/index.js'

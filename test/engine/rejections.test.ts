@@ -1,8 +1,8 @@
-// The engine's rejection slugs (STYLE 4): spec section 7 names, listed once at runtime and as a type.
+// The engine's rejection slugs (style 4): contract section 7 names, listed once at runtime and as a type.
 import t from 'tap'
 import { REJECTIONS, type Rejection } from '../../engine/index.js'
 
-t.test('the slugs are the spec 7 names the engine can produce', async t => {
+t.test('the slugs are the contract 7 names the engine can produce', async t => {
   t.same([...REJECTIONS].sort(), ['invalid-target', 'not-found', 'pool-exhausted', 'session-end-failed', 'target-conflict', 'tier-session-limit'])
   // Type level: the array and the union are the same set.
   const all: readonly Rejection[] = REJECTIONS

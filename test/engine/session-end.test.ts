@@ -1,4 +1,4 @@
-// spec 3.1 rows "ACTIVE → end → GRACE_PERIOD" and "EXPIRED or FAILED → end → rejected".
+// contract 3.1 rows "ACTIVE → end → GRACE_PERIOD" and "EXPIRED or FAILED → end → rejected".
 import t from 'tap'
 import { step } from '../../engine/index.js'
 import { MINUTE, T0, ok, record } from './helpers.js'
@@ -24,7 +24,7 @@ t.test('ending again in GRACE_PERIOD restarts the grace period from now', async 
   t.match(r.next, { state: 'GRACE_PERIOD', endedAt: later, expiresAt: later + 10 * MINUTE, version: 3 })
 })
 
-t.test('grace 0 expires at once: expiresAt is now (DECISIONS 4)', async t => {
+t.test('grace 0 expires at once: expiresAt is now (contract D4)', async t => {
   const r = step(record({ gracePeriodMinutes: 0 }), { type: 'end' }, now)
   if (!r.ok) return t.fail()
   t.match(r.next, { state: 'GRACE_PERIOD', endedAt: now, expiresAt: now })

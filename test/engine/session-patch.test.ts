@@ -1,4 +1,4 @@
-// DECISIONS 4: PATCH gracePeriodMinutes. In GRACE_PERIOD expiresAt = endedAt + grace (past → the
+// contract D4: PATCH gracePeriodMinutes. In GRACE_PERIOD expiresAt = endedAt + grace (past → the
 // next tick expires it); while ACTIVE only the stored value changes; on EXPIRED it is just stored.
 import t from 'tap'
 import { step } from '../../engine/index.js'

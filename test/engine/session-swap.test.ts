@@ -1,4 +1,4 @@
-// spec 3.1 row "ACTIVE or GRACE_PERIOD → PATCH /target → same state", spec 4.2 rejections, at the
+// contract 3.1 row "ACTIVE or GRACE_PERIOD → PATCH /target → same state", contract 4.2 rejections, at the
 // level of step() (the overlap with other sessions is Engine.plan's: engine-swap.test.ts).
 import t from 'tap'
 import { step } from '../../engine/index.js'

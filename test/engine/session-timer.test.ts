@@ -1,4 +1,4 @@
-// spec 3.1 rows "GRACE_PERIOD → grace elapses → EXPIRED" and "ACTIVE → hard timeout → EXPIRED".
+// contract 3.1 rows "GRACE_PERIOD → grace elapses → EXPIRED" and "ACTIVE → hard timeout → EXPIRED".
 import t from 'tap'
 import { step } from '../../engine/index.js'
 import { MINUTE, T0, record } from './helpers.js'

@@ -28,7 +28,7 @@ t.test('nothing answers before every live session routes', async t => {
   const now = Date.now()
   const rows: BulkSessionRow[] = []
   for (let i = 0; i < N; i++) {
-    const tenant = tenants[i % 100 < 50 ? 0 : 1]! // a proxy belongs to one tenant (DECISIONS 4)
+    const tenant = tenants[i % 100 < 50 ? 0 : 1]! // a proxy belongs to one tenant (contract D4)
     const rec = record(tenant, { proxy: proxy(i % 100), agent: agentOf(i), customer: customerOf(i), at: T0 })
     rec.expiresAt = now + 86_400_000
     rows.push({

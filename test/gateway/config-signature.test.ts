@@ -1,4 +1,4 @@
-// DECISIONS 1: CPAAS_SIGNATURE=none (unsigned provider callbacks) is refused at boot unless
+// contract D1: CPAAS_SIGNATURE=none (unsigned provider callbacks) is refused at boot unless
 // CPAAS_PROVIDER=sandbox, with a message naming the variable and printing no secret. loadConfig
 // refuses through validateSignatureConfig, so the rule lives in one place; the last test boots
 // gateway/main.ts exactly as `npm start` does and expects it to stop before opening anything.

@@ -1,4 +1,4 @@
-// The request pipeline of gateway/http (STYLE 6): routing fallbacks, body cap, content type,
+// The request pipeline of gateway/http (style 6): routing fallbacks, body cap, content type,
 // JSON parsing, validation errors, allow-list serialization, error rendering and the log line.
 import { request as httpRequest } from 'node:http'
 import t, { type Test } from 'tap'

@@ -1,4 +1,4 @@
-// The gateway on port 0 with a real database (STYLE 7: test/support/db.ts, Postgres or PGlite),
+// The gateway on port 0 with a real database (style 7: test/support/db.ts, Postgres or PGlite),
 // a settable clock, and every log line and response body captured for the privacy checks.
 // `t.teardown` closes the server.
 import { randomBytes } from 'node:crypto'
@@ -172,7 +172,7 @@ export async function startApi(t: Test, opts: StartOptions = {}) {
 
 export type Api = Awaited<ReturnType<typeof startApi>>
 
-/** Spec 7 problem document, whole (instance checked by shape). */
+/** Contract 7 problem document, whole (instance checked by shape). */
 export function problem(slug: string, status: number, extra: Record<string, unknown> = {}) {
   return { type: `${BASE_URL}/errors/${slug}`, status, ...extra }
 }

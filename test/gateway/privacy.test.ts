@@ -1,4 +1,4 @@
-// Spec 1.2, 5.7, DECISIONS 8: no log line carries a phone number, a secret, a password or a
+// Contract 1.2, 5.7, contract D8: no log line carries a phone number, a secret, a password or a
 // token; no response carries a number it was not meant to (only supportPhone, the tenant's own).
 import t from 'tap'
 import { Type } from '@sinclair/typebox'

@@ -1,4 +1,4 @@
-// STYLE 5: fixture corpora per request schema, run through the very validators the gateway
+// style 5: fixture corpora per request schema, run through the very validators the gateway
 // compiles. test/fixtures/<schema>/good/*.json must pass, bad/*.json must fail (one failure per
 // file, named after it).
 import { readdirSync, readFileSync } from 'node:fs'

@@ -1,4 +1,4 @@
-// The allow-list serializer (STYLE 5): only declared properties, recursively, whatever the
+// The allow-list serializer (style 5): only declared properties, recursively, whatever the
 // handler hands it.
 import t from 'tap'
 import { Type } from '@sinclair/typebox'

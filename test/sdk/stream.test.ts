@@ -29,7 +29,7 @@ function collect<T extends StreamItem<any>>(it: AsyncIterable<T>): { items: T[];
 
 t.test('a stream cut while events flow resumes after its last id: every event once, in order', async t => {
   // The service's clock moves a minute ahead every 90 swaps: the tier's 100 requests a minute
-  // (spec 8.1) would otherwise refuse the rest.
+  // (contract 8.1) would otherwise refuse the rest.
   let offset = 0
   const api = await startTestService(t, { now: () => Date.now() + offset })
   const proxy = await startTcpProxy({ host: '127.0.0.1', port: api.svc.port })

@@ -1,5 +1,5 @@
 // The database, not memory, arbitrates between nodes: parallel writers (two pools stand for two
-// nodes) never break the participant-overlap rule (spec 3.1), the quota (spec 8.2) or the
+// nodes) never break the participant-overlap rule (contract 3.1), the quota (contract 8.2) or the
 // exactly-once session.expired, and the counters stay equal to what they count.
 import t from 'tap'
 import { sql } from 'slonik'

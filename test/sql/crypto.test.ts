@@ -1,4 +1,4 @@
-// Phone numbers at rest (DECISIONS 2): AES-256-GCM with a random IV, party hashes keyed through
+// Phone numbers at rest (contract D2): AES-256-GCM with a random IV, party hashes keyed through
 // HKDF so a database copy alone cannot test guesses.
 import t from 'tap'
 import { createCipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto'

@@ -1,4 +1,4 @@
-// List cursors (DECISIONS 7): our `<ISO>_<uuid>` cursors and the spec's bare timestamps.
+// List cursors (contract D7): our `<ISO>_<uuid>` cursors and the contract's bare timestamps.
 import t from 'tap'
 import { decodeTimeCursor, encodeTimeCursor } from '../../sql/cursor.js'
 

@@ -1,4 +1,4 @@
-// sql/errors.ts is the one SQLSTATE → slug map (STYLE 4): driver messages never reach callers.
+// sql/errors.ts is the one SQLSTATE → slug map (style 4): driver messages never reach callers.
 import t from 'tap'
 import { StoreError, toStoreError, withRetry } from '../../sql/errors.js'
 

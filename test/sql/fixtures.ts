@@ -1,5 +1,5 @@
 // Fixtures of the store tests: tenants and numbers inserted directly (sql/tenants.ts belongs to
-// another module), session records shaped like the engine's, fictional numbers (DECISIONS 2).
+// another module), session records shaped like the engine's, fictional numbers (contract D2).
 import { randomBytes } from 'node:crypto'
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik'
 import { buildEnvelope, type EventEnvelope } from '../../sql/vocabulary/event-envelope.js'

@@ -1,4 +1,4 @@
-// NUMBER_POOL parsing (DECISIONS 1): pure, so tested without a database.
+// NUMBER_POOL parsing (contract D1): pure, so tested without a database.
 import t from 'tap'
 import { DEFAULT_NUMBER_POOL, parseNumberPool } from '../../sql/number-pool.js'
 

@@ -33,7 +33,7 @@ const hex = (n: number, width: number) => n.toString(16).padStart(width, '0')
 const md5 = (s: string) => createHash('md5').update(s).digest('hex')
 const tenantOf = (k: number) => `0190a000-0000-7000-8000-${hex(k, 12)}`
 const sessionOf = (i: number) => `0190b000-0000-7000-8000-${hex(i, 12)}`
-/** SQL: a UUIDv7 (DECISIONS 2) at the epoch ms `ms`, unique by the integer `i`. */
+/** SQL: a UUIDv7 (contract D2) at the epoch ms `ms`, unique by the integer `i`. */
 const uuidv7Sql = (ms: string, i: string) =>
   `(lpad(to_hex((${ms})::bigint), 12, '0') || '7' || lpad(to_hex(${i} % 4096), 3, '0') || '8' || lpad(to_hex(${i}), 15, '0'))::uuid`
 const tenantSql = (k: string) => `('0190a000-0000-7000-8000-' || lpad(to_hex(${k}), 12, '0'))::uuid`

@@ -22,7 +22,7 @@ t.test('loadLiveSessions', async t => {
   const states: SessionRecord['state'][] = ['ACTIVE', 'PENDING', 'GRACE_PERIOD']
   for (let i = 0; i < LIVE + 300; i++) {
     const live = i < LIVE
-    // Two parties per session, unique per proxy (spec 3.1); a few numbers of every E.164 length.
+    // Two parties per session, unique per proxy (contract 3.1); a few numbers of every E.164 length.
     const agent = (i % 97 === 0 ? `+4477009${String(i).padStart(5, '0')}` : i % 89 === 0 ? `+86131${String(i).padStart(10, '0')}` : party(2 * i)) as E164
     const rec = record(tenant, { proxy: proxy(i % 100), agent, customer: party(2 * i + 1), at: T0 + i * 1_001, state: live ? states[i % 3] : (i % 2 ? 'EXPIRED' : 'FAILED') })
     if (rec.state === 'GRACE_PERIOD') rec.endedAt = rec.createdAt + 5 * MINUTE

@@ -1,4 +1,4 @@
-// The store contract (STYLE 7): what the session runner and the API rely on from sql/, run
+// The store contract (style 7): what the session runner and the API rely on from sql/, run
 // against whichever backend `open` gives (real Postgres with TEST_DATABASE_URL, embedded PGlite
 // without), so both backends keep one behaviour.
 import type { Test } from 'tap'
@@ -78,10 +78,10 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     const over = record(tenant, { proxy: proxy(3), agent: party(12), customer: party(13) })
     t.equal(await createSession(db.pool, createArgs(tenant, over, 1)), 'tier-session-limit')
 
-    // spec 3.1: the agent already takes part in a live session on proxy 2.
+    // contract 3.1: the agent already takes part in a live session on proxy 2.
     const overlap = record(tenant, { proxy: proxy(2), agent: party(10), customer: party(14) })
     t.equal(await createSession(db.pool, createArgs(tenant, overlap, 10)), 'proxy-conflict')
-    // DECISIONS 4: proxy 2 is held by this tenant, another tenant cannot use it.
+    // contract D4: proxy 2 is held by this tenant, another tenant cannot use it.
     const other = await addTenant(db.pool)
     const foreign = record(other, { proxy: proxy(2), agent: party(15), customer: party(16) })
     t.equal(await createSession(db.pool, createArgs(other, foreign, 10)), 'proxy-conflict')
@@ -249,7 +249,7 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
 
     const active = await listSessions(db.pool, { tenantId: tenant.id, state: 'EXPIRED', limit: 100 })
     t.equal(active !== 'bad-cursor' && active.data.length, 14)
-    // The spec's timestamp cursor: a bare ISO time lists sessions created strictly before it.
+    // The contract's timestamp cursor: a bare ISO time lists sessions created strictly before it.
     const bare = await listSessions(db.pool, { tenantId: tenant.id, limit: 100, after: new Date(T0 + 1000).toISOString() })
     t.equal(bare !== 'bad-cursor' && bare.data.length, 18)
     t.equal(await listSessions(db.pool, { tenantId: tenant.id, limit: 5, after: 'yesterday' }), 'bad-cursor')

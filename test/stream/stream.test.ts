@@ -1,4 +1,4 @@
-// GET /v1/stream (DECISIONS 6) on a real uWS app, port 0, with real tenant and user JWTs.
+// GET /v1/stream (contract D6) on a real uWS app, port 0, with real tenant and user JWTs.
 import t, { type Test } from 'tap'
 import uWS from 'uWebSockets.js'
 import { buildEnvelope, type EventType } from '../../sql/vocabulary/event-envelope.js'
@@ -119,7 +119,7 @@ t.test('handshakes without a valid tenant token are refused before the upgrade',
   t.equal(s.stream.connectionCount(), 0)
 })
 
-t.test('dashboard user tokens of every role stream their own tenant\'s events (DECISIONS 6, issue 15)', async t => {
+t.test('dashboard user tokens of every role stream their own tenant\'s events (contract D6, issue 15)', async t => {
   const s = await startApp(t)
   const a = uuidv7(), b = uuidv7()
   const roles = ['OWNER', 'ADMIN', 'OPERATOR'] as const
@@ -201,7 +201,7 @@ t.test('a stalled reader is dropped at the backpressure limit; the others keep u
   t.not(code, 'open', 'the stalled client sees its connection closed')
 })
 
-// DECISIONS 6: the server pings every 30 s. The interval comes from the stream's uWS config
+// contract D6: the server pings every 30 s. The interval comes from the stream's uWS config
 // (idleTimeout 46 s with sendPingsAutomatically: a ping after 30 s of silence, the socket closed
 // 16 s later without a pong), a constant registerStream does not take as an option, so this test
 // waits for the real ping (uWS timers tick every 4 s: it comes at about 32 s).

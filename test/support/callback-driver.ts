@@ -1,4 +1,4 @@
-// Plays the telephony provider against our callbacks (DECISIONS 5): builds the form / JSON bodies
+// Plays the telephony provider against our callbacks (contract D5): builds the form / JSON bodies
 // Telnyx posts, signs them (Ed25519 like Telnyx, or HMAC-SHA1 like Twilio) and POSTs them with
 // global fetch to the base URL given to the constructor.
 //
@@ -172,7 +172,7 @@ export class CallbackDriver {
     }
     const body = opts.tamper ? opts.tamper(rawBody) : rawBody
     const res = await fetch(this.baseUrl + path + (signed.query ? '?' + signed.query : ''), { method: 'POST', headers, body })
-    // Records are written behind the answer (DECISIONS 5): an in-process service lets the test
+    // Records are written behind the answer (contract D5): an in-process service lets the test
     // see what this callback caused before it reads anything.
     await this.#settled?.()
     return res

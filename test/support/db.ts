@@ -1,4 +1,4 @@
-// A fresh, migrated database per test file (STYLE 7).
+// A fresh, migrated database per test file (style 7).
 // - TEST_DATABASE_URL set (e.g. postgres://postgres@127.0.0.1:5432/test): the migrations are
 //   applied once into a template database named after a hash of the migration files, built under
 //   an advisory lock (parallel test files wait for the first); each test file then gets

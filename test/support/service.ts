@@ -132,7 +132,7 @@ export async function startTestService(t: TapLike, opts: {
     return { tenantId: s.body.tenantId, apiKey: s.body.apiKey, apiSecret: s.body.apiSecret, token: tok.body.accessToken, ownerToken: login.body.accessToken, email, password }
   }
 
-  /** Party numbers in a range reserved for fiction (+1 NXX 555-01XX, DECISIONS 2). */
+  /** Party numbers in a range reserved for fiction (+1 NXX 555-01XX, contract D2). */
   function phone(i: number): string {
     return `+1415555${String(1000 + i).padStart(4, '0')}`
   }

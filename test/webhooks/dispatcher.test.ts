@@ -1,4 +1,4 @@
-// The webhook dispatcher (DECISIONS 6) against a real database (both backends) and a real HTTP
+// The webhook dispatcher (contract D6) against a real database (both backends) and a real HTTP
 // receiver, driven by a test clock through runOnce().
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'
@@ -150,7 +150,7 @@ t.test('network errors: status 0 and a short code; eight attempts on the schedul
   t.ok(rows.every(r => r.statusCode === 0 && !r.success && r.error === 'connection-refused'))
   t.same(rows.map(r => Date.parse(r.requestedAt)), times)
   t.same(times.slice(1).map((x, i) => x - times[i]!), [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
-    'DECISIONS 6: 0 s, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h')
+    'contract D6: 0 s, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h')
   t.match(await s.outbox(e.id), { outcome: 'failed', attempts: 8, done: true })
   t.notOk(s.logs.some(l => l.includes('SECRET-QUERY-TOKEN')), 'the URL (and its query) is never logged')
   t.notOk(s.logs.some(l => l.includes(s.secret) || l.includes('whsec_')), 'the secret is never logged')

@@ -1,4 +1,4 @@
-// Spec 4.9 through the real gateway (uWS on port 0, real database on both backends): register,
+// Contract 4.9 through the real gateway (uWS on port 0, real database on both backends): register,
 // read, test event (really delivered), delivery log.
 import t, { type Test } from 'tap'
 import { randomBytes } from 'node:crypto'

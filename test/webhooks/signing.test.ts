@@ -1,4 +1,4 @@
-// Standard Webhooks signing (DECISIONS 6), checked against the reference library's own vector.
+// Standard Webhooks signing (contract D6), checked against the reference library's own vector.
 import t from 'tap'
 import { generateSecret, secretKey, sign, signatureHeaders, verify } from '../../api/webhooks/signing.js'
 

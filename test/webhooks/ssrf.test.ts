@@ -1,4 +1,4 @@
-// SSRF guard (DECISIONS 6): address classification, URL checks, and the pinned lookup.
+// SSRF guard (contract D6): address classification, URL checks, and the pinned lookup.
 import t from 'tap'
 import { checkWebhookUrl, classifyAddress, isPublicAddress, parseIPv4, parseIPv6, pinnedLookup } from '../../api/webhooks/ssrf.js'
 

@@ -99,7 +99,7 @@ t.test('delivery log: newest first; the cursor walks every row once even with eq
   t.match(all.data.find(d => d.error), { statusCode: 500, success: false, error: 'http-500' })
   t.match(all.data[0], { event: 'session.created', url: 'https://a.example/hook', requestedAt: /Z$/, completedAt: /Z$/ })
 
-  // a bare ISO timestamp (the spec's description of `after`): strictly older rows
+  // a bare ISO timestamp (the contract's description of `after`): strictly older rows
   const older = await listDeliveries(pool, { tenantId, limit: 200, after: '2026-03-01T12:00:00.000Z' })
   if (older === 'bad-cursor') throw new Error('bad cursor')
   t.equal(older.data.length, 4)

@@ -1,4 +1,4 @@
-// What every provider callback handler shares (spec 4.10, DECISIONS 5): its dependencies, the
+// What every provider callback handler shares (contract 4.10, contract D5): its dependencies, the
 // memory of recent provider ids, and the pieces more than one handler uses. The handlers are one a
 // module beside this file (voice.ts, status.ts, dial-status.ts, recording.ts, sms.ts); handlers.ts
 // binds them to one context and routes.ts gives them their paths.
@@ -21,16 +21,16 @@ export interface CallbackDeps {
   tenants: TenantDirectory
   hashParty: (salt: Buffer, e164: string) => string
   records: RecordWriter
-  /** spec 2.2 callCount/lastCallAt in memory: told of each call this node routes (issue 13). */
+  /** contract 2.2 callCount/lastCallAt in memory: told of each call this node routes (issue 13). */
   callCounter: CallCounter
   provider: SmsProvider
-  /** The sandbox provider sends nothing and counts a forward as delivered (DECISIONS 1). */
+  /** The sandbox provider sends nothing and counts a forward as delivered (contract D1). */
   sandbox: boolean
   /** Read per callback: PUBLIC_BASE_URL, or the listener's URL once its port is bound. */
   publicBaseUrl: () => string
   log: Logger
   now: () => number
-  /** How long an inbound SMS may wait for its forward before the answer is 503 (DECISIONS 5: 2 s). */
+  /** How long an inbound SMS may wait for its forward before the answer is 503 (contract D5: 2 s). */
   smsBudgetMs?: number
   /** Issue #16: SMS keywords (STOP, START, HELP) and opt-outs; without it every message routes as before. */
   smsCompliance?: SmsCompliance

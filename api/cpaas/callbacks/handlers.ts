@@ -1,4 +1,4 @@
-// The provider callbacks (spec 4.10, DECISIONS 5), one handler a module, bound to one shared
+// The provider callbacks (contract 4.10, contract D5), one handler a module, bound to one shared
 // context: what routes.ts serves. Every answer comes from memory; what a callback changes is
 // queued for the record writer (sql/record-writer.ts) behind the answer, except an inbound SMS,
 // answered once its forward is handed over (sms.ts).

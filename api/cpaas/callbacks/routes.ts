@@ -1,5 +1,5 @@
-// Spec 4.10: the provider's callbacks. No JWT: each route is `signed`, so the pipeline checks the
-// provider's signature on the raw body before the handler runs (DECISIONS 5). Not rate-limited per
+// Contract 4.10: the provider's callbacks. No JWT: each route is `signed`, so the pipeline checks the
+// provider's signature on the raw body before the handler runs (contract D5). Not rate-limited per
 // tenant (they are not API calls). The handlers, one a module beside this file, are bound by handlers.ts.
 import { Type } from '@sinclair/typebox'
 import { route, type ApiReply, type ApiRequest, type RouteDef } from '../../route.js'

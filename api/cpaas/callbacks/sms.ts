@@ -45,7 +45,7 @@ export async function sms(ctx: CallbackContext, req: ApiRequest): Promise<ApiRep
   // Issue #16: the inactivity clock counts every SMS that is recorded (not one the direction drops).
   if (dec.kind === 'connect' || dec.kind === 'channel-not-allowed') d.engine.live(dec.sessionId)?.noteActivity(now)
   // Issue #16: keywords and opt-outs, decided from memory. Without them: not matched or
-  // direction not allowed is dropped, no record (DECISIONS 5).
+  // direction not allowed is dropped, no record (contract D5).
   const action = d.smsCompliance ? d.smsCompliance.action(dec, { proxy: cb.to, from: cb.from, text: cb.text }) : dec.kind === 'connect' ? { kind: 'forward' as const, decision: dec } : { kind: 'drop' as const }
   // Issue #16: a message the session does not carry (voice only) is blocked, and recorded.
   const offChannel = dec.kind === 'channel-not-allowed' ? dec : null

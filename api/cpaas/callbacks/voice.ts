@@ -1,4 +1,4 @@
-// POST /v1/webhooks/cpaas/voice, the voice fetch (spec 4.10): routes in the engine and answers
+// POST /v1/webhooks/cpaas/voice, the voice fetch (contract 4.10): routes in the engine and answers
 // TeXML from memory; its call record is queued behind the answer (sql/record-writer.ts:
 // journaled, group-committed, retried through Postgres outages).
 import type { LiveView } from '../../../engine/index.js'
@@ -13,7 +13,7 @@ function recordCallStart(ctx: CallbackContext, dec: Matched, caller: string, pro
   const { d } = ctx
   const row = callRow(ctx, dec, caller, dec.direction, proxy, callId, callSid, now, live)
   const settled = () => d.callCounter.settled(callId)
-  // DECISIONS 5: a call against the direction mode is rejected and recorded as FAILED; so is
+  // contract D5: a call against the direction mode is rejected and recorded as FAILED; so is
   // one on a session that carries SMS only (issue #16).
   const recorded = dec.kind === 'connect' ? row : { ...row, status: 'FAILED' as const, endedAt: now }
   d.records.upsertCall(recorded, CALL_START).then(settled, settled)

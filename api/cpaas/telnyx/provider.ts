@@ -1,4 +1,4 @@
-// Telnyx SMS through the official SDK (telnyx 7.x). DECISIONS 5: `messages.send`, no SDK retries
+// Telnyx SMS through the official SDK (telnyx 7.x). contract D5: `messages.send`, no SDK retries
 // (a retry after a lost response could send the SMS twice).
 //
 // SDK quirks handled here:

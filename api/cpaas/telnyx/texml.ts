@@ -1,4 +1,4 @@
-// TeXML answers for the voice callbacks (spec 4.10, DECISIONS 5). Plain string concatenation, no
+// TeXML answers for the voice callbacks (contract 4.10, contract D5). Plain string concatenation, no
 // XML library: this sits on the sub-millisecond path of an inbound call. Every interpolated value
 // goes through escapeXml, attributes and text alike.
 
@@ -39,7 +39,7 @@ export interface ConnectTexmlInput {
   recording: boolean
   consent: 'DEFAULT' | 'CUSTOM' | 'NONE'
   consentAudioUrl: string | null
-  /** Per-call maximum; default 3600 (spec 8.7: 60-minute per-call maximum). */
+  /** Per-call maximum; default 3600 (contract 8.7: 60-minute per-call maximum). */
   timeLimitSeconds?: number
 }
 
@@ -91,7 +91,7 @@ function callbackUrl(baseUrl: string, path: string, callId: string): string {
   return trimSlash(baseUrl) + CALLBACK_PREFIX + path + '?callId=' + encodeURIComponent(callId)
 }
 
-/** Routable session (DECISIONS 5): consent first when recording, then the Dial to the other party. */
+/** Routable session (contract D5): consent first when recording, then the Dial to the other party. */
 export function connectTexml(input: ConnectTexmlInput): string {
   const { baseUrl, callId, recording } = input
   const limit = input.timeLimitSeconds ?? DEFAULT_TIME_LIMIT_SECONDS
@@ -127,7 +127,7 @@ export function hangupTexml(): string {
   return HANGUP
 }
 
-/** Expired session or unknown caller on a known proxy: the tenant's expiredCallBehavior (spec 3.1).
+/** Expired session or unknown caller on a known proxy: the tenant's expiredCallBehavior (contract 3.1).
  * No tenant (or REDIRECT_SUPPORT without a support number) behaves as DEAD_LINE. */
 export function expiredTexml(tenant: ExpiredTenant | null, proxy: string): string {
   const behavior = tenant?.expiredCallBehavior ?? 'DEAD_LINE'
