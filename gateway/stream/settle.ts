@@ -13,8 +13,8 @@
 // id, and the replay of a resume reads only ids older than `now - settleMs` (gateway/stream/resume.ts):
 // what is younger comes through here. An event that arrives later than that ("late": a Postgres
 // stall, a record batch written after an outage, a bus gap replayed by gateway/replay.ts) cannot be
-// placed in order any more: it is released at once and flagged, and the stream closes, with the
-// resync code, each socket that may already be past it (gateway/stream/stream.ts). The hold is
+// placed in order any more: it is released at once and flagged; the sockets already past it get it
+// out of order, and a later resume past it is refused with the resync code (gateway/stream/stream.ts). The hold is
 // bounded by `settleMs` of this node's clock after arrival, whatever the clock in the id says.
 import type { EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
 

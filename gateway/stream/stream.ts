@@ -90,8 +90,8 @@ export interface Stream {
 
 /**
  * Publishes on `tenant/<id>` and `tenant/<id>/<type>`; a socket is on one or the other, never both.
- * `sentUpTo` (per topic, the largest id published) refuses an event that would go out behind a
- * larger id: the topics it names are returned unpublished (their sockets must resynchronise).
+ * `sentUpTo` (per topic, the largest id published) drops the same id sent again, and names the
+ * topics on which the event went out behind a larger id (a late event): returned for the caller.
  */
 export function publishEvent(app: TemplatedApp, envelope: EventEnvelope, json?: string, sentUpTo?: Map<string, string>): string[] {
   const all = tenantTopic(envelope.data.tenantId)
@@ -100,11 +100,9 @@ export function publishEvent(app: TemplatedApp, envelope: EventEnvelope, json?: 
   for (const topic of [all, typed]) {
     if (app.numSubscribers(topic) === 0) continue
     const last = sentUpTo?.get(topic)
-    if (last !== undefined && envelope.id <= last) {
-      if (envelope.id < last) behind.push(topic) // the same id again was sent already: once is enough
-      continue
-    }
-    sentUpTo?.set(topic, envelope.id)
+    if (last === envelope.id) continue // sent already: once is enough
+    if (last !== undefined && envelope.id < last) behind.push(topic)
+    else sentUpTo?.set(topic, envelope.id)
     app.publish(topic, json ??= JSON.stringify(envelope))
   }
   return behind
@@ -164,11 +162,11 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
     const mine = byTenant.get(tenantId)
     if (!mine) return
     const json = JSON.stringify(e)
-    const behind = publishEvent(app, e, json, sentUpTo)
-    for (const ws of behind.length ? [...mine] : []) {
-      const d = ws.getUserData()
-      if (!d.resume && d.topics.some(topic => behind.includes(topic))) resync(ws, 'late event behind the live cursor')
-    }
+    // A late event goes to the live sockets at once, behind ids they already have: closing them
+    // would turn every bus gap (a Redis restart, replayed by gateway/replay.ts) into a resync of
+    // every client. Their cursor is the largest id they processed; a client that left before the
+    // late event came is refused when it resumes past it (lateMarks, startResume).
+    publishEvent(app, e, json, sentUpTo)
     for (const ws of mine) {
       const r = ws.getUserData().resume
       if (r && (!r.types || r.types.has(e.type))) r.live(e, json, late)

@@ -152,7 +152,8 @@ export class EventStream<T extends EventType = EventType> implements AsyncIterab
       let event: StreamEvent<T>
       try { event = JSON.parse(typeof m.data === 'string' ? m.data : String(m.data)) as StreamEvent<T> } catch { return }
       if (typeof event?.id !== 'string') return
-      this.lastEventId = event.id
+      // The largest id processed: an event the service committed late comes behind larger ids.
+      if (!this.lastEventId || event.id > this.lastEventId) this.lastEventId = event.id
       this.push({ kind: 'event', event })
     }
     ws.onerror = () => { /* a close follows */ }

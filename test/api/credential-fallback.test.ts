@@ -64,7 +64,11 @@ t.test('the fallback holds at most FALLBACK_MAX_KEYS keys per kind, the most rec
 
   // Random API keys (free to send) past the bound: their kind is capped, the account keeps its count.
   for (let i = 0; i < FALLBACK_MAX_KEYS + 2_500; i++) await credentialHit(s, `token:${i}`, 10, 60_000)
-  t.same(fallbackSizes(s), { 'login-account': 1, token: FALLBACK_MAX_KEYS }, 'token keys capped at the bound; the account untouched')
+  // Past the bound the least recently hit tenth goes at once (api/rate-limit/memory.ts), so a flood
+  // costs one pass per tenth of the bound, not one per key.
+  const inBound = (n: number | undefined) => n !== undefined && n <= FALLBACK_MAX_KEYS && n >= FALLBACK_MAX_KEYS * 0.9
+  t.equal(fallbackSizes(s)['login-account'], 1, 'the account untouched')
+  t.ok(inBound(fallbackSizes(s)['token']), `token keys capped at the bound (${fallbackSizes(s)['token']})`)
   t.equal((await credentialHit(s, 'login-account:victim', 10, 900_000)).allowed, false, 'the account is still refused')
   t.equal((await credentialHit(s, `token:${FALLBACK_MAX_KEYS + 2_499}`, 10, 60_000)).remaining, 8, 'the newest token key kept its count')
   t.equal((await credentialHit(s, 'token:0', 10, 60_000)).remaining, 9, 'the oldest token key was dropped (counts afresh)')
@@ -74,7 +78,7 @@ t.test('the fallback holds at most FALLBACK_MAX_KEYS keys per kind, the most rec
     await credentialHit(s, `login:10.0.${i >> 8}.${i & 255}`, 5, 60_000)
     if (i % 1_000 === 0) await credentialHit(s, 'login:198.51.100.9', 5, 60_000)
   }
-  t.equal(fallbackSizes(s)['login'], FALLBACK_MAX_KEYS, 'login keys capped at the bound')
+  t.ok(inBound(fallbackSizes(s)['login']), `login keys capped at the bound (${fallbackSizes(s)['login']})`)
   t.equal((await credentialHit(s, 'login:198.51.100.9', 5, 60_000)).allowed, false, 'the address that kept trying keeps its count (refused at its 5 a minute)')
 
   // Time: once every window is over, the sweep sheds the idle keys.

@@ -19,6 +19,7 @@ import { TenantDirectory } from '../../api/app/tenant-directory.js'
 import { createAuthenticator } from '../../api/auth/authenticate.js'
 import { createPartyHasher } from '../../sql/crypto.js'
 import { testDatabase } from '../support/db.js'
+import { retryBusy } from '../support/retry-busy.js'
 
 export const BASE_URL = 'https://maskline.test'
 
@@ -140,7 +141,7 @@ export async function startApi(t: Test, opts: StartOptions = {}) {
     const companyName = over.companyName ?? `Acme ${tag}`
     const email = over.email ?? `owner-${tag}@example.com`
     const password = over.password ?? `pw-${randomBytes(8).toString('hex')}`
-    const r = await request('POST', '/v1/auth/signup', { body: { companyName, email, password } })
+    const r = await retryBusy(() => request('POST', '/v1/auth/signup', { body: { companyName, email, password } }))
     if (r.status !== 201) throw new Error(`signup failed: ${r.status} ${r.text}`)
     return { ...r.body, email, password, companyName }
   }

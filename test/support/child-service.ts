@@ -32,6 +32,7 @@ import { EnvSchema } from '../../gateway/config.js'
 import { openDatabase, type Database } from '../../sql/db.js'
 import { migrate } from '../../sql/migrate.js'
 import { embeddedTemplate } from './db.js'
+import { retryBusy } from './retry-busy.js'
 
 interface Teardown {
   teardown(fn: () => unknown): void
@@ -362,9 +363,8 @@ let signups = 0
 /** Signup, then the API key exchanged for a tenant token. */
 export async function signupChild(url: string): Promise<ChildAccount> {
   const n = ++signups
-  const s = await request(url, 'POST', '/v1/auth/signup', {
-    body: { companyName: `Durable ${n} ${process.pid} ${randomBytes(4).toString('hex')}`, email: `durable${n}-${process.pid}-${randomBytes(3).toString('hex')}@example.test`, password: `pw-${n}-correct-horse-battery` },
-  })
+  const body = { companyName: `Durable ${n} ${process.pid} ${randomBytes(4).toString('hex')}`, email: `durable${n}-${process.pid}-${randomBytes(3).toString('hex')}@example.test`, password: `pw-${n}-correct-horse-battery` }
+  const s = await retryBusy(() => request(url, 'POST', '/v1/auth/signup', { body }))
   if (s.status !== 201) throw new Error(`signup failed: ${s.status} ${s.text}`)
   const tok = await request(url, 'POST', '/v1/auth/token', { body: { apiKey: s.body.apiKey, apiSecret: s.body.apiSecret } })
   if (tok.status !== 200) throw new Error(`token exchange failed: ${tok.status} ${tok.text}`)

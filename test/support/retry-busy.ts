@@ -1,0 +1,12 @@
+/**
+ * A signup that found every password-hashing slot busy is answered 503 at once (contract D3): a
+ * test that signs several tenants up together retries it, as a client is told to, a bounded number
+ * of times.
+ */
+export async function retryBusy<R extends { status: number }>(send: () => Promise<R>, attempts = 20): Promise<R> {
+  for (let i = 1; ; i++) {
+    const r = await send()
+    if (r.status !== 503 || i >= attempts) return r
+    await new Promise(resolve => setTimeout(resolve, 500))
+  }
+}
