@@ -63,6 +63,7 @@ export async function startTestService(t: TapLike, opts: {
     DATA_DIR: dataDir,
     WEBHOOK_ALLOW_INSECURE: 'true',
     LOG_LEVEL: 'info',
+    SIGNUP_MAX_WAIT_MS: '60000', // as test/support/child-service.ts: tests' signups queue, floods are hash-queue.test.ts's
     ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
     ...opts.env,
   })
