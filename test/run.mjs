@@ -21,7 +21,11 @@ const only = process.argv.slice(2) // optional test files/dirs to narrow a local
  */
 const COVERAGE_FLOOR = {
   services: { statements: 94, branches: 90, functions: 93, lines: 94 },
-  embedded: { statements: 94, branches: 89, functions: 92, lines: 94 },
+  // The embedded suite runs only the files that depend on the backend (test/backend-files.mjs), so
+  // its floor guards the code those reach; the whole tree's floor is the services suite's, which
+  // runs every file. Set from the first such run (2026-12-02: 90.46 / 79.51 / 85.79 / 90.46 %),
+  // rounded down, less one point, as above.
+  embedded: { statements: 89, branches: 78, functions: 84, lines: 89 },
 }
 
 /**
