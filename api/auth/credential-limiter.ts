@@ -1,13 +1,13 @@
 // The credential throttles (token exchange, dashboard login, signup, failed sign-ins per account)
 // degrade, never lock out: when the shared limiter cannot decide (Redis down or too slow, see
 // composeRateLimiter), this node counts the attempt in its own memory with the same limits. Brute
-// force stays bounded per node (across N nodes, limits × N during the outage: README, "Redis
-// outage"), and a client whose token expires during the outage still gets one. Once Redis answers
+// force stays bounded per node (across N nodes, limits × N during the outage: docs/operations.md,
+// "Redis outage"), and a client whose token expires during the outage still gets one. Once Redis answers
 // again its decisions are used; what was counted here meanwhile is not carried over.
 //
 // Memory is bounded: one in-memory limiter per throttle kind (the text before the first ':' of
-// the key), each holding at most FALLBACK_MAX_KEYS keys (the least recently hit is dropped past
-// it; idle ones are swept once their window is over). Per kind, so that random API keys sent to
+// the key), each holding at most FALLBACK_MAX_KEYS keys (past it the idle ones are swept, then the
+// least recently hit tenth dropped: api/rate-limit/memory.ts). Per kind, so that random API keys sent to
 // the token exchange, which cost nothing, cannot push out an account under attack.
 import type { Services } from '../services.js'
 import type { RateDecision } from '../rate-limit/limiter.js'

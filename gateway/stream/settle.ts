@@ -1,5 +1,5 @@
 // Live stream events in id order, so that a client's last id is a sound resume cursor
-// (`GET /v1/stream?after=<id>`, README "WebSocket stream").
+// (`GET /v1/stream?after=<id>`, docs/api.md, "WebSocket stream").
 //
 // The trap: an event's id is a UUIDv7 minted before its transaction commits (a session command
 // mints at its start, a call event at routing and commits with the next record batch). Two events

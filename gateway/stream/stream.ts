@@ -5,7 +5,7 @@
 // the loop over sockets stays in C++. Slow consumers are closed at the backpressure limit so
 // they never hold memory or slow the others. Events go out in id order, each held STREAM_SETTLE_MS
 // (gateway/stream/settle.ts), so a client's last id is a sound cursor for `?after=<id>`, which
-// replays the outbox before going live (gateway/stream/resume.ts; README "WebSocket stream").
+// replays the outbox before going live (gateway/stream/resume.ts; docs/api.md, "WebSocket stream").
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import type { EventEnvelope, EventType } from '../../sql/vocabulary/event-envelope.js'
@@ -90,22 +90,19 @@ export interface Stream {
 
 /**
  * Publishes on `tenant/<id>` and `tenant/<id>/<type>`; a socket is on one or the other, never both.
- * `sentUpTo` (per topic, the largest id published) drops the same id sent again, and names the
- * topics on which the event went out behind a larger id (a late event): returned for the caller.
+ * `sentUpTo` (per topic, the largest id published) drops the same id sent again; a late event
+ * (smaller than it) still goes out, behind.
  */
-export function publishEvent(app: TemplatedApp, envelope: EventEnvelope, json?: string, sentUpTo?: Map<string, string>): string[] {
+export function publishEvent(app: TemplatedApp, envelope: EventEnvelope, json?: string, sentUpTo?: Map<string, string>): void {
   const all = tenantTopic(envelope.data.tenantId)
   const typed = typeTopic(envelope.data.tenantId, envelope.type)
-  const behind: string[] = []
   for (const topic of [all, typed]) {
     if (app.numSubscribers(topic) === 0) continue
     const last = sentUpTo?.get(topic)
     if (last === envelope.id) continue // sent already: once is enough
-    if (last !== undefined && envelope.id < last) behind.push(topic)
-    else sentUpTo?.set(topic, envelope.id)
+    if (last === undefined || envelope.id > last) sentUpTo?.set(topic, envelope.id)
     app.publish(topic, json ??= JSON.stringify(envelope))
   }
-  return behind
 }
 
 function parseAfter(rawQuery: string): { ok: true; after: string | null } | { ok: false; issue: FieldIssue } {

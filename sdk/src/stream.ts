@@ -52,7 +52,7 @@ export interface StreamOptions<T extends EventType = EventType> {
 }
 
 export class EventStream<T extends EventType = EventType> implements AsyncIterable<StreamItem<T>> {
-  /** The id of the last event received: where a reconnect resumes. */
+  /** The largest event id received: where a reconnect resumes. */
   lastEventId: string | undefined
   private readonly queue: StreamItem<T>[] = []
   private wake: (() => void) | null = null

@@ -32,7 +32,6 @@ import { EnvSchema } from '../../gateway/config.js'
 import { openDatabase, type Database } from '../../sql/db.js'
 import { migrate } from '../../sql/migrate.js'
 import { embeddedTemplate } from './db.js'
-import { retryBusy } from './retry-busy.js'
 
 interface Teardown {
   teardown(fn: () => unknown): void
@@ -367,7 +366,7 @@ let signups = 0
 export async function signupChild(url: string): Promise<ChildAccount> {
   const n = ++signups
   const body = { companyName: `Durable ${n} ${process.pid} ${randomBytes(4).toString('hex')}`, email: `durable${n}-${process.pid}-${randomBytes(3).toString('hex')}@example.test`, password: `pw-${n}-correct-horse-battery` }
-  const s = await retryBusy(() => request(url, 'POST', '/v1/auth/signup', { body }))
+  const s = await request(url, 'POST', '/v1/auth/signup', { body })
   if (s.status !== 201) throw new Error(`signup failed: ${s.status} ${s.text}`)
   const tok = await request(url, 'POST', '/v1/auth/token', { body: { apiKey: s.body.apiKey, apiSecret: s.body.apiSecret } })
   if (tok.status !== 200) throw new Error(`token exchange failed: ${tok.status} ${tok.text}`)

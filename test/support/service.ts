@@ -10,7 +10,6 @@ import { Writable } from 'node:stream'
 import { loadConfig } from '../../gateway/config.js'
 import { startService, type RunningService } from '../../gateway/service.js'
 import { testDatabase } from './db.js'
-import { retryBusy } from './retry-busy.js'
 import { CallbackDriver, generateTelnyxKeyPair } from './callback-driver.js'
 import { FakeTelnyx } from './fake-telnyx.js'
 
@@ -125,7 +124,7 @@ export async function startTestService(t: TapLike, opts: {
     const email = `owner${n}-${process.pid}@example.test`
     const password = `pw-${n}-correct-horse`
     const body = { companyName: `Company ${n} ${process.pid} ${Math.random()}`, email, password }
-    const s = await retryBusy(() => req('POST', '/v1/auth/signup', { body }))
+    const s = await req('POST', '/v1/auth/signup', { body })
     if (s.status !== 201) throw new Error(`signup failed: ${s.status} ${s.text}`)
     secrets.add(s.body.apiSecret)
     const tok = await req('POST', '/v1/auth/token', { body: { apiKey: s.body.apiKey, apiSecret: s.body.apiSecret } })
