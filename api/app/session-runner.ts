@@ -16,6 +16,7 @@ import { channelNames } from '../../sql/sessions.js'
 import { getLiveSessionStates } from '../../sql/session-load.js'
 import type { TenantDirectory } from './tenant-directory.js'
 import { isoTime as iso } from '../../sql/vocabulary/iso-time.js'
+import { bindTenantNumber, createPinned, unbindTenantNumber, type PinnedCreateInput } from './pinned-create.js'
 
 export interface RunnerDeps {
   db: DatabasePool
@@ -350,6 +351,10 @@ export function createSessionRunner(d: RunnerDeps) {
 
   return {
     create,
+    /** docs/dual-proxy.md: a session on the numbers given (api/app/pinned-create.ts). */
+    createPinned: (tenantId: string, body: PinnedCreateInput) => createPinned(d, tenantId, body),
+    bindNumber: (tenantId: string, number: string) => bindTenantNumber(d, tenantId, number),
+    unbindNumber: (tenantId: string, number: string) => unbindTenantNumber(d, tenantId, number),
     get: read,
     verify,
     end: (tenantId: string, id: string) => apply(tenantId, id, { type: 'end' }),
