@@ -10,7 +10,9 @@
 -- gates refuse a bound number (sql/session-create-sql.ts CREATE, and the batch below), so a node
 -- that has not yet heard of a binding cannot win.
 ALTER TABLE proxy_numbers ADD COLUMN bound_tenant_id uuid NULL REFERENCES tenants(id);
-ALTER TABLE sessions ADD COLUMN customer_proxy_number text NULL REFERENCES proxy_numbers(number);
+-- No foreign key on sessions (012: a trigger and a query per create): the pinned create
+-- (sql/pinned-create.ts) writes a customer_proxy_number only after locking that proxy_numbers row.
+ALTER TABLE sessions ADD COLUMN customer_proxy_number text NULL;
 
 -- create_sessions_batch (migration 015) with its hold gate refusing bound numbers; the function
 -- is otherwise unchanged (its text is edited in place, and this fails if the gate is not found).
