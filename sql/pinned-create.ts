@@ -5,24 +5,15 @@
 // participant keys: sql/session-expiry.ts releaseSessions), so it cannot deadlock with creates,
 // ends or expiry sweeps of any node.
 import { sql, type SerializableValue } from 'slonik'
-import type { EventEnvelope } from './vocabulary/event-envelope.js'
-import { ALL_CHANNELS, type SessionRecord } from '../engine/types.js'
+import type { CreateSessionArgs } from './session-create.js'
+import { ALL_CHANNELS } from '../engine/types.js'
 import { numberRentalKey, recordUsage } from './billing.js'
 import { guard, withRetry } from './errors.js'
 import { insertOutbox } from './outbox.js'
 import { rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
 
-export interface PinnedCreateArgs {
-  rec: SessionRecord
-  metadata: Record<string, unknown>
-  agentHash: string
-  customerHash: string
-  agentEnc: Buffer
-  customerEnc: Buffer
-  /** The tenant's concurrent-session ceiling (contract 8). */
-  quota: number
-  events: EventEnvelope[]
-}
+/** What a native create writes, less its Idempotency-Key and known price. */
+export type PinnedCreateArgs = Pick<CreateSessionArgs, 'rec' | 'metadata' | 'agentHash' | 'customerHash' | 'agentEnc' | 'customerEnc' | 'quota' | 'events'>
 
 /**
  * 'proxy-unavailable': a number is neither bound to the tenant nor held by it (or held by another);
