@@ -242,7 +242,12 @@ export function createSessionRunner(d: RunnerDeps) {
    */
   async function verify(tenantId: string, userPhone: string) {
     const live = d.engine.findByParty(tenantId, userPhone)?.snapshot()
-    if (live) return { sessionId: live.record.id, proxyNumber: live.record.proxyNumber, metadata: JSON.parse(live.metadataJson) as Record<string, unknown> }
+    if (live) {
+      const r = live.record
+      // The number this party dials: its own proxy (the customer's differs in a dual-proxy session, docs/dual-proxy.md).
+      const proxyNumber = r.customerPhone === userPhone ? r.customerProxyNumber ?? r.proxyNumber : r.proxyNumber
+      return { sessionId: r.id, proxyNumber, metadata: JSON.parse(live.metadataJson) as Record<string, unknown> }
+    }
     if (!d.otherNodes) return null
     const tenant = await d.tenants.get(tenantId)
     if (!tenant) throw new ApiProblem('unauthorized')

@@ -40,6 +40,12 @@ t.test('dual-proxy sessions', async t => {
     [{ number: PA, live_sessions: 1, tenant_id: acct.tenantId }, { number: PB, live_sessions: 1, tenant_id: acct.tenantId }])
   t.equal(await db.oneFirst(sql.unsafe`SELECT live_sessions FROM tenants WHERE id = ${acct.tenantId}`), 1, 'one session against the quota')
 
+  t.test('verify names the number each party dials', async t => {
+    const auth = { token: acct.token }
+    t.match((await api.req('GET', `/v1/sessions/verify?userPhone=${encodeURIComponent(A)}`, auth)).body, { sessionId: id, proxyNumber: PA })
+    t.match((await api.req('GET', `/v1/sessions/verify?userPhone=${encodeURIComponent(B)}`, auth)).body, { sessionId: id, proxyNumber: PB })
+  })
+
   t.test('voice both ways: each called party sees its own proxy', async t => {
     const toB = await (await driver.voice({ from: A, to: PA, callSid: 'CA-d1' })).text()
     t.match(toB, new RegExp(`callerId="\\${PB}"`))
