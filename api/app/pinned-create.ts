@@ -8,8 +8,12 @@ import { jsonbText } from '../../sql/jsonb-text.js'
 import { bindNumber, unbindNumber, type BindResult, type UnbindResult } from '../../sql/number-binding.js'
 import { createPinnedSession } from '../../sql/pinned-create.js'
 import { loadNumberBindings } from '../../sql/number-pool.js'
+import { isUuid } from '../../sql/cursor.js'
 import { ApiProblem } from '../route.js'
+import { E164_PATTERN } from '../schemas/common.js'
 import { envelopesOf, type RunnerDeps } from './session-runner.js'
+
+const E164_RE = new RegExp(E164_PATTERN)
 
 export interface PinnedCreateInput {
   agentPhone: string
@@ -35,6 +39,11 @@ export interface PinnedCreateInput {
 export async function createPinned(d: RunnerDeps, tenantId: string, body: PinnedCreateInput): Promise<SessionRecord> {
   const tenant = await d.tenants.get(tenantId)
   if (!tenant) throw new ApiProblem('unauthorized')
+  // Bad input changes nothing: checked before the engine or the store see it.
+  for (const field of ['agentPhone', 'customerPhone', 'agentProxy', 'customerProxy'] as const) {
+    if (!E164_RE.test(body[field])) throw new ApiProblem('validation', `${field} must be an E.164 number`, { errors: [{ field, issue: 'pattern' }] })
+  }
+  if (body.id !== undefined && !isUuid(body.id)) throw new ApiProblem('validation', 'id must be a UUID', { errors: [{ field: 'id', issue: 'pattern' }] })
   if (body.agentPhone === body.customerPhone) {
     throw new ApiProblem('validation', 'agentPhone and customerPhone must differ', { errors: [{ field: 'customerPhone', issue: 'same_as_agent' }] })
   }

@@ -33,6 +33,11 @@ t.test('dual-proxy sessions', async t => {
   t.equal(await refusal(sessions.createPinned(other.tenantId, { agentPhone: A, customerPhone: B, agentProxy: PA, customerProxy: PB })),
     'proxy-unavailable', 'another tenant cannot pin a bound number')
 
+  const bad = { agentPhone: A, customerPhone: B, agentProxy: PA, customerProxy: PB }
+  for (const over of [{ agentPhone: '0412' }, { customerProxy: 'x' }, { customerPhone: A }, { id: 'not-a-uuid' }]) {
+    t.equal(await refusal(sessions.createPinned(acct.tenantId, { ...bad, ...over })), 'validation', JSON.stringify(Object.keys(over)))
+  }
+  t.equal(await db.oneFirst(sql.unsafe`SELECT count(*)::int FROM sessions`), 0, 'bad input changed nothing')
   const id = '0190c000-0000-7000-8000-000000000001'
   const rec = await sessions.createPinned(acct.tenantId, { agentPhone: A, customerPhone: B, agentProxy: PA, customerProxy: PB, id })
   t.match(rec, { id, proxyNumber: PA, customerProxyNumber: PB, state: 'ACTIVE' })
