@@ -1,7 +1,8 @@
 // Dual-proxy sessions (docs/dual-proxy.md): each party has its own proxy number; pinned creates
 // take bound numbers, which native allocation never picks.
 import t from 'tap'
-import { AGENT, CUSTOMER, MINUTE, TENANT_A, TENANT_B, harness, us } from './helpers.js'
+import type { CreateInput } from '../../engine/index.js'
+import { AGENT, CUSTOMER, MINUTE, TENANT_A, TENANT_B, harness, input, us } from './helpers.js'
 
 const PA = us(0)
 const PB = us(1)
@@ -106,8 +107,6 @@ t.test('load() of a dual-proxy record (boot, another node) routes and holds both
   t.equal(b.engine.liveCount(TENANT_A.id), 0)
 })
 
-function inputOf(over = {}) {
-  return { id: `0190b000-0000-7000-8000-9${String(Math.floor(Math.random() * 1e11)).padStart(11, '0')}` as never, tenantId: TENANT_A.id,
-    agentPhone: AGENT, customerPhone: CUSTOMER, directionMode: 'BIDIRECTIONAL' as const, gracePeriodMinutes: 15, maxDurationMinutes: 120,
-    recordingEnabled: false, consentPrompt: 'DEFAULT' as const, ...over }
+function inputOf(over: Partial<CreateInput> = {}): CreateInput {
+  return input(over)
 }
