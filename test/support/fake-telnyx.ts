@@ -21,6 +21,9 @@ export interface FakeBehaviour {
   body?: unknown
 }
 
+/** One outbound message as the provider received it: `webhook` is its delivery-status URL. */
+export interface SentMessage { from: string; to: string; text: string; webhook: string | null }
+
 export type BehaviourFn = (req: FakeRequest, index: number) => FakeBehaviour | undefined
 
 export interface FakeRequest {
@@ -80,6 +83,14 @@ export class FakeTelnyx {
   /** Requests to POST /v2/messages received so far. */
   get count(): number {
     return this.requests.filter(r => r.method === 'POST' && r.path === '/v2/messages').length
+  }
+
+  /** The messages sent so far, in the suites' provider-neutral shape (fake-twilio.ts has the same). */
+  get sent(): SentMessage[] {
+    return this.requests.filter(r => r.method === 'POST' && r.path === '/v2/messages').map(r => {
+      const b = r.body as Record<string, string>
+      return { from: b.from!, to: b.to!, text: b.text!, webhook: b.webhook_url ?? null }
+    })
   }
 
   /** Behaviour for every request not covered by the queue (an object or a function of the request). */

@@ -6,7 +6,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { parseForm } from '../../api/cpaas/form.js'
-import type { BehaviourFn, FakeBehaviour, FakeRequest } from './fake-telnyx.js'
+import type { BehaviourFn, FakeBehaviour, FakeRequest, SentMessage } from './fake-telnyx.js'
 
 export const FAKE_ACCOUNT_SID = 'AC' + 'f'.repeat(32)
 export const FAKE_AUTH_TOKEN = '0123456789abcdef0123456789abcdef'
@@ -70,6 +70,15 @@ export class FakeTwilio {
   /** Messages created (POSTs to the Messages resource) so far, their form fields. */
   get messages(): Record<string, string>[] {
     return this.requests.filter(r => r.method === 'POST' && r.path === this.messagesPath).map(r => r.body as Record<string, string>)
+  }
+
+  get count(): number {
+    return this.messages.length
+  }
+
+  /** The messages sent so far, in the suites' provider-neutral shape (as fake-telnyx.ts). */
+  get sent(): SentMessage[] {
+    return this.messages.map(m => ({ from: m.From!, to: m.To!, text: m.Body!, webhook: m.StatusCallback ?? null }))
   }
 
   setBehaviour(b: FakeBehaviour | BehaviourFn): this {
