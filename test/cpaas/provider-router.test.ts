@@ -4,11 +4,11 @@
 // is shared by every number it serves.
 import t, { type Test } from 'tap'
 import { ProviderRouter } from '../../api/cpaas/provider-router.js'
-import { ProviderError } from '../../api/cpaas/provider.js'
 import { TelnyxProvider } from '../../api/cpaas/telnyx/provider.js'
 import { TwilioProvider } from '../../api/cpaas/twilio/provider.js'
 import { FakeTelnyx } from '../support/fake-telnyx.js'
 import { FAKE_ACCOUNT_SID, FAKE_AUTH_TOKEN, FakeTwilio } from '../support/fake-twilio.js'
+import { failure } from '../support/provider-failure.js'
 
 const KINDS: Record<string, string> = { '+12025550100': 'twilio', '+12025550101': 'telnyx', '+12025550102': 'twilio+telnyx' }
 
@@ -26,12 +26,6 @@ async function setup(t: Test) {
   })
   const send = (from: string) => router.sendSms({ from, to: '+14155551001', text: 'hi' })
   return { telnyx, twilio, router, send }
-}
-
-async function failure(p: Promise<unknown>): Promise<ProviderError> {
-  const err = await p.then(() => null, (e: unknown) => e)
-  if (!(err instanceof ProviderError)) throw new Error('expected a ProviderError')
-  return err
 }
 
 t.test("each number's own provider; unknown numbers take the default", async t => {

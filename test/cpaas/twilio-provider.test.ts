@@ -2,10 +2,9 @@
 // request shape (Messages API, statusCallback), exactly one request per send (no SDK retries,
 // 429 included), the timeout, error mapping to codes that carry no number, no text, no token.
 import t, { type Test } from 'tap'
-import { createServer } from 'node:net'
 import { TwilioProvider } from '../../api/cpaas/twilio/provider.js'
-import { ProviderError } from '../../api/cpaas/provider.js'
 import { FAKE_ACCOUNT_SID, FAKE_AUTH_TOKEN, FakeTwilio, type FakeTwilioOptions } from '../support/fake-twilio.js'
+import { closedPort, failure } from '../support/provider-failure.js'
 
 const MSG = { from: '+12025550100', to: '+12025550142', text: 'secret text Zoë' }
 const PII = new RegExp(`\\+\\d{8,15}|secret text|${FAKE_AUTH_TOKEN}`)
@@ -15,12 +14,6 @@ async function fake(t: Test, opts?: FakeTwilioOptions) {
   const f = await FakeTwilio.start(opts)
   t.teardown(() => f.close())
   return f
-}
-
-async function failure(p: Promise<unknown>): Promise<ProviderError> {
-  const err = await p.then(() => null, (e: unknown) => e)
-  if (!(err instanceof ProviderError)) throw new Error('expected a ProviderError')
-  return err
 }
 
 t.test('success: one POST to the Messages resource, Basic auth, the statusCallback', async t => {
@@ -83,12 +76,7 @@ t.test('connection dropped after the request went out: ambiguous', async t => {
 })
 
 t.test('connection refused: provider-unreachable, unambiguous (nothing was sent)', async t => {
-  const port = await new Promise<number>(resolve => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
+  const port = await closedPort()
   const p = new TwilioProvider({ ...CREDS, baseUrl: `http://127.0.0.1:${port}` })
   t.match(await failure(p.sendSms(MSG)), { code: 'provider-unreachable', ambiguous: false, providerFault: true })
 })
