@@ -14,6 +14,10 @@ import { EMPTY_RESPONSE } from '../../api/cpaas/telnyx/texml.js'
 export const CALLBACK_BASE_PATH = '/v1/webhooks/cpaas'
 export const TWILIO_BASE_PATH = '/v1/webhooks/twilio'
 
+/** The providers whose dialect the callback suites run in. */
+export const DIALECTS = ['telnyx', 'twilio'] as const
+export type DialectName = typeof DIALECTS[number]
+
 export interface TelnyxKeyPair {
   /** Base64 of the raw 32-byte public key: the TELNYX_PUBLIC_KEY value. */
   publicKeyBase64: string

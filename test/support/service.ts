@@ -10,7 +10,7 @@ import { Writable } from 'node:stream'
 import { loadConfig } from '../../gateway/config.js'
 import { startService, type RunningService } from '../../gateway/service.js'
 import { testDatabase } from './db.js'
-import { CallbackDriver, generateTelnyxKeyPair } from './callback-driver.js'
+import { CallbackDriver, generateTelnyxKeyPair, type DialectName } from './callback-driver.js'
 import { FakeTelnyx } from './fake-telnyx.js'
 import { FAKE_ACCOUNT_SID, FAKE_AUTH_TOKEN, FakeTwilio } from './fake-twilio.js'
 
@@ -195,9 +195,7 @@ export async function startTwilioService(t: TapLike, opts: { env?: Record<string
   return { ...api, driver, fake }
 }
 
-/** The providers whose dialect the callback suites run in. */
-export const DIALECTS = ['telnyx', 'twilio'] as const
-export type DialectName = typeof DIALECTS[number]
+export { DIALECTS, type DialectName } from './callback-driver.js'
 
 /** The service speaking one provider's dialect: its fake (`sent`, `count`, `setBehaviour`,
  * `enqueue`) and its callback driver. */
