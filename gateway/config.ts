@@ -136,7 +136,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (metricsPort !== null && metricsPort > 65535) throw new ConfigError('invalid configuration: METRICS_PORT must be 0-65535 or off')
   const dataDir = resolve(e.DATA_DIR ?? './data')
   const provider = e.CPAAS_PROVIDER ?? (e.TELNYX_API_KEY ? 'telnyx' : e.TWILIO_ACCOUNT_SID ? 'twilio' : 'sandbox')
-  const signature = e.CPAAS_SIGNATURE ?? (provider === 'telnyx' ? 'telnyx-ed25519' : provider === 'twilio' ? 'hmac-sha1' : 'none')
+  // /v1/webhooks/cpaas serves Telnyx whenever Telnyx is configured, whichever provider is the default.
+  const signature = e.CPAAS_SIGNATURE ?? (e.TELNYX_API_KEY || provider === 'telnyx' ? 'telnyx-ed25519' : provider === 'twilio' ? 'hmac-sha1' : 'none')
   const twilio = twilioConfig(e)
   if (provider === 'twilio' && !twilio) throw new ConfigError('invalid configuration: TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are required with CPAAS_PROVIDER=twilio')
   // The /v1/webhooks/cpaas callbacks of a Twilio deployment are signed with its Auth Token unless told otherwise.

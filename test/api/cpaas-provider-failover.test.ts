@@ -3,7 +3,7 @@
 // other way round), an inbound message comes in on the first provider's webhooks, its forward
 // fails there (HTTP 500: nothing was sent) and goes out once through the other, from the same
 // proxy number, with that provider's own delivery-status callback. GET /v1/health/cpaas shows
-// both providers' breakers.
+// both providers' breakers, and calls on either provider's webhooks are answered in its dialect.
 import t from 'tap'
 import { CallbackDriver, generateTelnyxKeyPair } from '../support/callback-driver.js'
 import { FakeTelnyx } from '../support/fake-telnyx.js'
@@ -21,13 +21,14 @@ for (const [first, second] of [['twilio', 'telnyx'], ['telnyx', 'twilio']] as co
         CPAAS_PROVIDER: first, NUMBER_POOL: `US:+12025550100-+12025550109@${first}+${second}`,
         TELNYX_API_KEY: 'KEY_test', TELNYX_BASE_URL: telnyx.baseURL, TELNYX_PUBLIC_KEY: keys.publicKeyBase64,
         TWILIO_ACCOUNT_SID: FAKE_ACCOUNT_SID, TWILIO_AUTH_TOKEN: FAKE_AUTH_TOKEN, TWILIO_BASE_URL: twilio.baseUrl,
-        ...(first === 'telnyx' ? { CPAAS_SIGNATURE: 'telnyx-ed25519' } : {}),
       },
     })
     api.secrets.add(FAKE_AUTH_TOKEN)
-    const driver = first === 'twilio'
-      ? new CallbackDriver({ baseUrl: api.url, mode: 'twilio', hmacSecret: FAKE_AUTH_TOKEN, settled: () => api.svc.flushRecords() })
-      : new CallbackDriver({ baseUrl: api.url, mode: 'telnyx-ed25519', keyPair: keys, settled: () => api.svc.flushRecords() })
+    const drivers = {
+      twilio: new CallbackDriver({ baseUrl: api.url, mode: 'twilio', hmacSecret: FAKE_AUTH_TOKEN, settled: () => api.svc.flushRecords() }),
+      telnyx: new CallbackDriver({ baseUrl: api.url, mode: 'telnyx-ed25519', keyPair: keys, settled: () => api.svc.flushRecords() }),
+    }
+    const driver = drivers[first]
     const fakes = { telnyx, twilio }
     const acct = await api.signup()
     const A = api.phone(1), B = api.phone(2)
@@ -36,6 +37,11 @@ for (const [first, second] of [['twilio', 'telnyx'], ['telnyx', 'twilio']] as co
     const health = async () => ((await api.req('GET', '/v1/health/cpaas')).body.providers as Array<{ name: string; state: string }>)
       .map(p => `${p.name}:${p.state}`).sort()
     t.same(await health(), ['telnyx:CLOSED', 'twilio:CLOSED'], 'each provider has its breaker')
+    // One deployment takes both providers' callbacks at once, each answered in its own dialect.
+    for (const [name, d] of Object.entries(drivers)) {
+      const xml = await (await d.voice({ from: B, to: s.proxyNumber, callSid: `CA-${first}-${name}` })).text()
+      t.match(xml, new RegExp(` action="[^"]+${d.basePath}/voice/dial-status\\?callId=`), `a call on ${name}'s webhooks is answered with ${name}'s callbacks`)
+    }
 
     let n = 0
     const relay = async () => {

@@ -38,6 +38,8 @@ t.test('a Twilio deployment', async t => {
   t.same(keyed.twilio, { accountSid: SID, authToken: TOKEN, apiKey: API_KEY, apiSecret: API_SECRET, baseUrl: 'http://127.0.0.1:9' })
   const both = loadConfig(env(t, { ...TWILIO, TELNYX_API_KEY: 'KEY_x', TELNYX_PUBLIC_KEY: Buffer.alloc(32, 9).toString('base64'), NUMBER_POOL: 'US:+12025550100-+12025550101@twilio;US:+12025550102@telnyx+twilio;US:+12025550103' }))
   t.equal(both.provider, 'telnyx', 'with both, CPAAS_PROVIDER defaults to telnyx as before')
+  const twilioFirst = loadConfig(env(t, { ...TWILIO, CPAAS_PROVIDER: 'twilio', TELNYX_API_KEY: 'KEY_x', TELNYX_PUBLIC_KEY: Buffer.alloc(32, 9).toString('base64') }))
+  t.equal(twilioFirst.signature, 'telnyx-ed25519', 'with Telnyx configured, /v1/webhooks/cpaas is checked as Telnyx signs, whatever the default provider')
 })
 
 t.test('missing or malformed settings stop the boot with a clear message', async t => {
