@@ -23,6 +23,8 @@ export interface FailoverSendResult extends SendResult {
   providerName: string
 }
 
+/** One fixed chain, primary then backup (the service composes a ProviderRouter, which picks the
+ * chain by the number a message is sent from: provider-router.ts). */
 export class FailoverProvider implements SmsProvider {
   readonly name = 'failover'
   readonly primary: SmsProvider

@@ -45,7 +45,7 @@ interface Msg {
 const marker = (text: unknown) => (typeof text === 'string' ? /\[(sms-kill-[^\]]+)\]/.exec(text)?.[1] : undefined)
 
 /** The provider's fake, the child's environment for it, and its callback driver. */
-async function provider(dialect: DialectName) {
+async function provider(dialect: DialectName): Promise<{ fake: FakeTelnyx | FakeTwilio; text: (body: unknown) => unknown; env: Record<string, string>; driver: (url: string) => CallbackDriver }> {
   if (dialect === 'twilio') {
     const fake = await FakeTwilio.start()
     return {
