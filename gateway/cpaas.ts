@@ -10,6 +10,7 @@ import type { Config } from './config.js'
 import type { RouteDef } from '../api/route.js'
 import { createCallbackHandlers, type CallbackDeps } from '../api/cpaas/callbacks/handlers.js'
 import { cpaasRoutes } from '../api/cpaas/callbacks/routes.js'
+import type { Dialect } from '../api/cpaas/dialect.js'
 import { ProviderRouter } from '../api/cpaas/provider-router.js'
 import type { SmsProvider } from '../api/cpaas/provider.js'
 import { SandboxProvider } from '../api/cpaas/sandbox-provider.js'
@@ -35,7 +36,7 @@ export async function startCpaas(cfg: Config, o: { log: Logger; now: () => numbe
     }
   }
   let twilioVerify: ((req: SignedRequest) => VerifyResult) | null = null
-  let twilioDialect = null
+  let twilioDialect: Dialect | null = null
   if (cfg.twilio) {
     const [{ TwilioProvider }, { createTwilioVerifier }, { TWILIO_DIALECT }] = await Promise.all([
       import('../api/cpaas/twilio/provider.js'), import('../api/cpaas/twilio/signature.js'), import('../api/cpaas/twilio/twiml.js'),
