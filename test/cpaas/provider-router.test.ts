@@ -10,7 +10,7 @@ import { FakeTelnyx } from '../support/fake-telnyx.js'
 import { FAKE_ACCOUNT_SID, FAKE_AUTH_TOKEN, FakeTwilio } from '../support/fake-twilio.js'
 import { failure } from '../support/provider-failure.js'
 
-const KINDS: Record<string, string> = { '+12025550100': 'twilio', '+12025550101': 'telnyx', '+12025550102': 'twilio+telnyx' }
+const KINDS: Record<string, string> = { '+12025550100': 'twilio', '+12025550101': 'telnyx', '+12025550102': 'twilio+telnyx', '+12025550103': 'sandbox' }
 
 async function setup(t: Test) {
   const telnyx = await FakeTelnyx.start({ apiKey: 'KEY_test' })
@@ -34,7 +34,9 @@ t.test("each number's own provider; unknown numbers take the default", async t =
   t.match(await send('+12025550101'), { providerName: 'telnyx' })
   t.match(await send('+12025550102'), { providerName: 'twilio' }, 'both: the first named is preferred')
   t.match(await send('+19995550100'), { providerName: 'telnyx' }, 'a number the pool does not know: the default')
-  t.same([twilio.count, telnyx.count], [2, 2])
+  t.match(await send('+12025550103'), { providerName: 'telnyx' }, 'a number of a provider no longer configured (seeded under another one): the default')
+  t.same([twilio.count, telnyx.count], [2, 3])
+  t.throws(() => new ProviderRouter({ kinds: { twilio: [] }, defaultKind: 'telnyx', numberProvider: () => undefined }), /no provider for the default kind telnyx/)
   t.same(router.health().map(h => h.name).sort(), ['telnyx', 'twilio'], 'one breaker a provider')
 })
 
