@@ -137,7 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = resolve(e.DATA_DIR ?? './data')
   const provider = e.CPAAS_PROVIDER ?? (e.TELNYX_API_KEY ? 'telnyx' : e.TWILIO_ACCOUNT_SID ? 'twilio' : 'sandbox')
   // /v1/webhooks/cpaas serves Telnyx whenever Telnyx is configured, whichever provider is the default.
-  const signature = e.CPAAS_SIGNATURE ?? (e.TELNYX_API_KEY || provider === 'telnyx' ? 'telnyx-ed25519' : provider === 'twilio' ? 'hmac-sha1' : 'none')
+  const signature = e.CPAAS_SIGNATURE ?? (provider === 'sandbox' ? 'none' : e.TELNYX_API_KEY || provider === 'telnyx' ? 'telnyx-ed25519' : 'hmac-sha1')
   const twilio = twilioConfig(e)
   if (provider === 'twilio' && !twilio) throw new ConfigError('invalid configuration: TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are required with CPAAS_PROVIDER=twilio')
   // The /v1/webhooks/cpaas callbacks of a Twilio deployment are signed with its Auth Token unless told otherwise.

@@ -26,8 +26,10 @@ export interface Cpaas {
 
 export async function startCpaas(cfg: Config, o: { log: Logger; now: () => number; publicBaseUrl: () => string; numberProvider: (n: string) => string | undefined }): Promise<Cpaas> {
   const kinds: Record<string, SmsProvider[]> = {}
-  if (cfg.provider === 'sandbox') kinds['sandbox'] = [new SandboxProvider('sandbox', o.log)]
-  if (cfg.telnyx.apiKey) {
+  // The sandbox carries nothing: no real provider is built beside it (NUMBER_POOL names none then).
+  const real = cfg.provider !== 'sandbox'
+  if (!real) kinds['sandbox'] = [new SandboxProvider('sandbox', o.log)]
+  if (real && cfg.telnyx.apiKey) {
     const { TelnyxProvider } = await import('../api/cpaas/telnyx/provider.js')
     const profile = cfg.telnyx.messagingProfileId ? { messagingProfileId: cfg.telnyx.messagingProfileId } : {}
     kinds['telnyx'] = [new TelnyxProvider({ name: 'telnyx', apiKey: cfg.telnyx.apiKey, ...(cfg.telnyx.baseUrl ? { baseURL: cfg.telnyx.baseUrl } : {}), ...profile })]
@@ -37,7 +39,7 @@ export async function startCpaas(cfg: Config, o: { log: Logger; now: () => numbe
   }
   let twilioVerify: ((req: SignedRequest) => VerifyResult) | null = null
   let twilioDialect: Dialect | null = null
-  if (cfg.twilio) {
+  if (real && cfg.twilio) {
     const [{ TwilioProvider }, { createTwilioVerifier }, { TWILIO_DIALECT }] = await Promise.all([
       import('../api/cpaas/twilio/provider.js'), import('../api/cpaas/twilio/signature.js'), import('../api/cpaas/twilio/twiml.js'),
     ])
