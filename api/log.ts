@@ -12,7 +12,7 @@ import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'p
 
 /** Lower-case key names never logged with their value. */
 const SENSITIVE_KEYS: ReadonlySet<string> = new Set([
-  'authorization', 'cookie', 'set-cookie', 'password', 'apikey', 'apisecret', 'secret', 'token', 'accesstoken', 'refreshtoken',
+  'authorization', 'cookie', 'set-cookie', 'password', 'apikey', 'apisecret', 'secret', 'token', 'accesstoken', 'refreshtoken', 'authtoken', 'hmacsecret',
   'phone', 'to', 'from', 'text', 'body', 'rawbody', 'headers', 'query', 'url', 'e164',
 ])
 const REDACTED = '[redacted]'
