@@ -4,7 +4,7 @@
 // (/v1/webhooks/cpaas: Telnyx or the sandbox; /v1/webhooks/twilio: Twilio).
 //
 // A provider's SDK is loaded only when it is configured: importing one costs a good part of a
-// second of every boot (bench/RESULTS.md, thirty-first session).
+// second of every boot (bench/RESULTS.md, "What moved the figures", 18465a9).
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
 import type { RouteDef } from '../api/route.js'
