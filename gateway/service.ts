@@ -29,6 +29,10 @@ import { openapiRoute } from '../api/routes/openapi.js'
 import { callRoutes, sessionRoutes } from '../api/routes/sessions.js'
 import { webhookRoutes } from '../api/routes/webhooks.js'
 import { consoleRoutes } from '../api/routes/console.js'
+import { twilioProxyRoutes } from '../api/twilio-proxy/router.js'
+import { twilioCredentialRoutes } from '../api/twilio-proxy/credentials-route.js'
+import { createProxyAuthenticator } from '../api/twilio-proxy/auth.js'
+import { unpinnedSessions } from '../api/twilio-proxy/native.js'
 import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
@@ -361,17 +365,24 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       void reconciler.sweep() // what was committed between the boot load and the bus reader's start
     }
 
+    // The Twilio Proxy v1 façade (docs/twilio-proxy.md): its credentials on the maskline API, its
+    // REST API under /proxy (not in the OpenAPI document: Twilio's own describes it).
+    const proxyAuth = createProxyAuthenticator(now)
+    const facade = {
+      auth: proxyAuth, native: unpinnedSessions,
+      sendSms: async (from: string, to: string, text: string) => (await provider.sendSms({ from, to, text })).providerMessageId,
+    }
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
       ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...cpaasRoutes(callbacks),
-      ...analyticsRoutes, ...billingRoutes,
+      ...analyticsRoutes, ...billingRoutes, ...twilioCredentialRoutes(proxyAuth),
     ]
     routes.push(...consoleRoutes(routes)) // the operator console's API: the same handlers for user tokens (#15)
     // In the table it documents (built on first request), so the document lists itself.
     routes.push(openapiRoute(routes, { stream: true }))
     const http = createHttpApp({
       services,
-      routes,
+      routes: [...routes, ...twilioProxyRoutes(facade)],
       checkResponses: opts.checkResponses ?? false,
       verifyCallback: req => verifier.verify(req),
       metrics: metrics.requests,
