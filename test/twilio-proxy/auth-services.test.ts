@@ -30,6 +30,11 @@ t.test('credentials: issued to the OWNER, checked on every request, rotated', as
   t.match(await restError(a.client.proxy.v1.services.list()), { status: 401, code: 20003 })
   t.equal((await clientFor(api, a.accountSid, r.body.authToken).proxy.v1.services.list()).length, 0)
 
+  // the tenant's request limit (STARTER: 100 a minute), in Twilio's words
+  let limited: unknown = null
+  for (let i = 0; i < 101 && !limited; i++) limited = await clientFor(api, a.accountSid, r.body.authToken).proxy.v1.services.list().then(() => null, (err: unknown) => err)
+  t.match(limited, { status: 429, code: 20429 })
+
   // only an OWNER's dashboard token issues them
   const acct = await api.signup()
   t.equal((await api.req('POST', '/v1/twilio-proxy/credentials', { token: acct.token })).status, 403, 'a tenant API token is refused')

@@ -1,6 +1,7 @@
 // The façade driven the way a user drives Twilio Proxy: the official `twilio` SDK with its Proxy
 // domain pointed at the test service (client.proxy.baseUrl), credentials issued by maskline.
 import twilio from 'twilio'
+import { sql } from 'slonik'
 import { startTestService, type TestService } from '../support/service.js'
 
 export type Client = ReturnType<typeof twilio>
@@ -8,8 +9,12 @@ export type Client = ReturnType<typeof twilio>
 export interface FacadeAccount { accountSid: string; authToken: string; client: Client; tenantId: string; ownerToken: string }
 
 /** A new tenant, its façade credentials (POST /v1/twilio-proxy/credentials) and an SDK client. */
-export async function facadeAccount(api: TestService): Promise<FacadeAccount> {
+export async function facadeAccount(api: TestService, opts: { tier?: 'GROWTH' | 'ENTERPRISE' } = {}): Promise<FacadeAccount> {
   const acct = await api.signup()
+  if (opts.tier) {
+    await api.svc.db.pool.query(sql.unsafe`UPDATE tenants SET tier = ${opts.tier} WHERE id = ${acct.tenantId}`)
+    api.svc.services.authenticator.changed(acct.tenantId)
+  }
   const r = await api.req('POST', '/v1/twilio-proxy/credentials', { token: acct.ownerToken })
   if (r.status !== 201) throw new Error(`credentials: ${r.status} ${r.text}`)
   api.secrets.add(r.body.authToken)
