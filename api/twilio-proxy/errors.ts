@@ -2,21 +2,24 @@
 // turns `{code, message, more_info, status}` into a RestException. Never `type` with `title`: the
 // SDK would take the body for RFC 9457 and throw a different class.
 
-export class TwilioError extends Error {
-  readonly status: number
-  readonly code: number
+import { MasklineError } from '../../engine/errors.js'
 
-  constructor(status: number, code: number, message: string) {
-    super(message)
+/** A Twilio error answer: HTTP status, Twilio's numeric code, the message (never a number or secret). */
+export class TwilioError extends MasklineError {
+  readonly status: number
+  readonly twilioCode: number
+
+  constructor(status: number, twilioCode: number, message: string) {
+    super('ML_ERR_TWILIO_PROXY', message)
     this.status = status
-    this.code = code
+    this.twilioCode = twilioCode
   }
 }
 
 export interface TwilioErrorBody { code: number; message: string; more_info: string; status: number }
 
 export function errorBody(e: TwilioError): TwilioErrorBody {
-  return { code: e.code, message: e.message, more_info: `https://www.twilio.com/docs/errors/${e.code}`, status: e.status }
+  return { code: e.twilioCode, message: e.message, more_info: `https://www.twilio.com/docs/errors/${e.twilioCode}`, status: e.status }
 }
 
 export const authenticate = () => new TwilioError(401, 20003, 'Authenticate')

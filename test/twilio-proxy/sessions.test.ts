@@ -74,6 +74,22 @@ t.test('sessions', async t => {
     for (const k of [x, y, s, z]) await service.sessions(k.sid).remove()
   })
 
+  t.test('concurrent creates of one identifier never share a proxy number (the pair index)', async t => {
+    const one = await client.proxy.v1.services.create({ uniqueName: 'one number' })
+    const svc1 = client.proxy.v1.services(one.sid)
+    await svc1.phoneNumbers.create({ phoneNumber: poolNumber(9) })
+    for (let round = 0; round < 3; round++) {
+      const x = await svc1.sessions.create({})
+      const y = await svc1.sessions.create({})
+      const X = `+1415555016${round}`
+      const out = await Promise.allSettled([x, y].map(s => svc1.sessions(s.sid).participants.create({ identifier: X })))
+      t.equal(out.filter(o => o.status === 'fulfilled').length, 1, `round ${round}: one create wins`)
+      const lost = out.find(o => o.status === 'rejected') as PromiseRejectedResult
+      t.match(lost.reason, { code: /^(80208|80623)$/ }, 'the other is refused, never a shared pair')
+      for (const s of [x, y]) await svc1.sessions(s.sid).remove()
+    }
+  })
+
   t.test('lifecycle: close, updates of a closed session, re-open, 80604, 80608', async t => {
     const s = await service.sessions.create({ uniqueName: 'life', participants: [{ Identifier: A, ProxyIdentifier: poolNumber(1) }] })
     t.match(await restError(service.sessions(s.sid).update({ status: 'failed' })), { status: 400, code: 80608 })
