@@ -135,6 +135,10 @@ export async function softDeleteParticipant(db: Db, id: string, now: number): Pr
     RETURNING ${PARTICIPANT_COLUMNS}`) as ParticipantRow | null)
 }
 
+export async function deleteParticipant(db: Db, id: string): Promise<void> {
+  await guard(() => db.query(sql.unsafe`DELETE FROM twilio_participants WHERE id = ${id}`))
+}
+
 /** Proxy numbers on which the identifier is active (any session). */
 export async function activeNumbersOf(db: Db, identifierHash: string): Promise<string[]> {
   return guard(async () => [...await db.anyFirst(sql.unsafe`SELECT proxy_number FROM twilio_participants WHERE identifier_hash = ${identifierHash} AND active`)] as string[])

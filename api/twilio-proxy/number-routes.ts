@@ -34,6 +34,11 @@ export const numberRoutes: Table = [
       const row = await addPhoneNumber(c.services.db, c.auth.tenantId, service.id, number, reserved, c.now)
       if (row === 'taken') throw rule(80101, 'Number already added to another Service')
       if (row === 'duplicate') throw rule(80104, 'Phone number is already in the Service')
+      // Bound to the tenant: native allocation no longer hands it out (refused while another tenant's sessions hold it).
+      if (await c.deps.native.bind(c.auth.tenantId, number) === 'taken') {
+        await removePhoneNumber(c.services.db, service.id, number)
+        throw rule(80601, 'Phone number is not available: another account\'s sessions are on it')
+      }
       return { status: 201, body: phoneNumberJson(c.base, c.auth.accountSid, row) }
     },
     async GET(c) {
@@ -58,8 +63,10 @@ export const numberRoutes: Table = [
     },
     async DELETE(c) {
       const service = await serviceOf(c, c.segs[1]!)
-      const r = await removePhoneNumber(c.services.db, service.id, await numberOf(c, service.id))
+      const number = await numberOf(c, service.id)
+      const r = await removePhoneNumber(c.services.db, service.id, number)
       if (r === 'in-use') throw rule(80611, 'The proxy number is in active sessions')
+      await c.deps.native.unbind(c.auth.tenantId, number)
       return { status: 204 }
     },
   }],

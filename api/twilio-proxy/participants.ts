@@ -9,7 +9,7 @@ import { createPhoneCipher, type PhoneCipher } from '../../sql/crypto.js'
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { servicePhoneNumbers, type ServiceRow } from '../../sql/twilio-proxy.js'
 import {
-  activeNumbersOf, insertParticipant, lastNumberOf, patchSession, sessionParticipants, type ParticipantRow, type SessionRow,
+  activeNumbersOf, deleteParticipant, insertParticipant, lastNumberOf, patchSession, sessionParticipants, type ParticipantRow, type SessionRow,
 } from '../../sql/twilio-proxy-sessions.js'
 import type { Ctx } from './context.js'
 import { invalidParam, rule, TwilioError } from './errors.js'
@@ -93,7 +93,14 @@ export async function addParticipant(c: Ctx, service: ServiceRow, session: Sessi
       friendly_name: input.friendlyName ?? null, proxy_number: chosen, active: true, created_at: c.now,
     })
     if (row !== 'pair-taken') {
-      if (live.length === 1) await openNativeFor(c, session, live[0]!, row, identifier)
+      if (live.length === 1) {
+        try {
+          await openNativeFor(c, session, live[0]!, row, identifier)
+        } catch (err) {
+          await deleteParticipant(db, row.id) // the engine refused the pair: the participant is not added
+          throw err
+        }
+      }
       return row
     }
     if (requested !== undefined) throw rule(80604, 'The participant is already active on this proxy identifier in another session')

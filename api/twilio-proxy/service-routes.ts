@@ -1,7 +1,7 @@
 // Services (KS, reference §3.1): create, list, fetch (by SID or UniqueName), update, delete.
 // ShortCodes, removed from Twilio's API in 2025, are not routed: 404 (reference §3.3).
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
-import { deleteService, getService, insertService, listServices, updateService, type ServiceFields, type ServiceRow } from '../../sql/twilio-proxy.js'
+import { deleteService, getService, insertService, listServices, servicePhoneNumbers, updateService, type ServiceFields, type ServiceRow } from '../../sql/twilio-proxy.js'
 import type { Ctx } from './context.js'
 import { invalidParam, notFound, rule } from './errors.js'
 import { listBody, pageRequest } from './paging.js'
@@ -80,7 +80,9 @@ export const serviceRoutes: Table = [
     async DELETE(c) {
       const s = await serviceOf(c, c.segs[1]!)
       await endServiceSessions(c, s.id)
+      const numbers = await servicePhoneNumbers(c.services.db, s.id)
       if (!await deleteService(c.services.db, c.auth.tenantId, s.id)) throw notFound(c.path)
+      for (const n of numbers) await c.deps.native.unbind(c.auth.tenantId, n.number)
       return { status: 204 }
     },
   }],

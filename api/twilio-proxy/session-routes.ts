@@ -129,7 +129,14 @@ async function updateClosed(c: Ctx, s: SessionRow, ttl?: number, dateExpiry?: nu
   }, c.now)
   if (row === 'pair-taken') throw rule(80604, 'A participant of this session is active on its proxy number in another session')
   const live = (await sessionParticipants(c.services.db, s.id)).filter(p => p.date_deleted === null)
-  if (live.length === 2) await openNativeFor(c, row, live[0]!, live[1]!, identifierOf(c, live[1]!))
+  if (live.length === 2) {
+    try {
+      await openNativeFor(c, row, live[0]!, live[1]!, identifierOf(c, live[1]!))
+    } catch (err) {
+      await patchSession(c.services.db, s.id, { status: 'closed', date_ended: s.date_ended, closed_reason: s.closed_reason, expires_at: null }, c.now)
+      throw err
+    }
+  }
   return row
 }
 

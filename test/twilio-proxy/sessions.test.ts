@@ -132,7 +132,7 @@ t.test('sessions', async t => {
     for (let i = 0; i < 105; i++) made.push((await sessions.create({ uniqueName: `p${i}` })).sid)
     t.same((await sessions.list()).map(s => s.sid), made, 'list() follows next_page_url')
     const seen: string[] = []
-    await new Promise<void>((resolve, reject) => sessions.each({ pageSize: 40 }, s => { seen.push(s.sid) }).then(() => resolve(), reject).catch(reject))
+    await new Promise<void>((resolve, reject) => { sessions.each({ pageSize: 40, done: (err?: Error) => (err ? reject(err) : resolve()) }, s => { seen.push(s.sid) }) })
     t.same(seen, made, 'each() walks every page')
     const page = await sessions.page({ pageSize: 500 })
     t.equal(page.instances.length, 100, 'PageSize is clamped to 100')
