@@ -1,4 +1,4 @@
-// HTTP Basic `AC…:authToken` for /proxy (reference §1). A verified Authorization header is
+// HTTP Basic `AC…:authToken` for /proxy (docs/twilio-proxy.md). A verified Authorization header is
 // remembered for a minute, so a request costs one Map lookup after the first; a rotation on this
 // node forgets the account's entries at once (another node within that minute). Then the
 // tenant's request limit, as on the native API, answered 429 / 20429.

@@ -30,5 +30,5 @@ export const internal = () => new TwilioError(500, 20500, 'Internal Server Error
 export const unavailable = () => new TwilioError(503, 20500, 'Service temporarily unavailable; retry')
 /** 80701: a parameter that is missing, of the wrong type or not one of its values. */
 export const invalidParam = (name: string) => new TwilioError(400, 80701, `'${name}' is invalid.`)
-/** A façade rule (806xx and friends); 400 unless Twilio documents otherwise (§6.2 of the reference). */
+/** A façade rule (806xx and friends); 400 unless Twilio documents otherwise (docs/twilio-proxy.md, "Departures from Twilio"). */
 export const rule = (code: number, message: string, status = 400) => new TwilioError(status, code, message)

@@ -1,4 +1,4 @@
-// Interactions (KI, reference §3.6, §3.7): a read-only log of a session's messages and calls;
+// Interactions (KI, docs/twilio-proxy.md): a read-only log of a session's messages and calls;
 // MessageInteractions: a message the tenant sends a participant from its proxy number, through
 // maskline's outbound SMS path (the provider and its failover). The text is sent, never stored:
 // `data` is `{}` for a message.

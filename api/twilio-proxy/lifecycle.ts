@@ -1,4 +1,4 @@
-// A façade session's life (reference §8, docs/twilio-proxy.md): open at create (date_started),
+// A façade session's life (docs/twilio-proxy.md): open at create (date_started),
 // in-progress from its first interaction, closed by the API (`api`), by its Ttl counted from the
 // last interaction (`ttl`), by its DateExpiry (`date_expiry`) or by maskline's cap on a session's
 // length (`max_duration`: the native maximum, 10080 minutes from the (re)start). Expiry is applied

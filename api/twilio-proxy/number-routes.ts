@@ -1,4 +1,4 @@
-// PhoneNumbers (PN, reference §3.2): the Service's pool, taken from maskline's own pool
+// PhoneNumbers (PN, docs/twilio-proxy.md): the Service's pool, taken from maskline's own pool
 // (NUMBER_POOL). Added by PhoneNumber (E.164) or by Sid (the stable PN SID the façade gives each
 // pool number); a number is in one Service at most (80101), once (80104); removing one that
 // active participants hold is refused (80611), mark it reserved and let it drain instead.

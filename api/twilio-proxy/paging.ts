@@ -1,4 +1,4 @@
-// List paging (reference §5): PageSize (default 50, at most 100), Page (echoed), PageToken (an
+// List paging (docs/twilio-proxy.md): PageSize (default 50, at most 100), Page (echoed), PageToken (an
 // opaque keyset cursor this façade issued). Every meta URL is absolute on the public base URL:
 // the SDK follows next_page_url verbatim.
 import type { Keyset, PageRequest } from '../../sql/twilio-proxy-page.js'

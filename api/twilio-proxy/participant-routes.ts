@@ -1,4 +1,4 @@
-// Participants (KP, reference §3.5): create, list, fetch, soft delete (200 with date_deleted).
+// Participants (KP, docs/twilio-proxy.md): create, list, fetch, soft delete (200 with date_deleted).
 import { listParticipants, sessionParticipants, softDeleteParticipant, type ParticipantRow } from '../../sql/twilio-proxy-sessions.js'
 import type { Ctx } from './context.js'
 import { notFound } from './errors.js'

@@ -1,4 +1,4 @@
-// Adding a participant (reference §3.5, §9): at most two live ones a session (80609), an
+// Adding a participant (docs/twilio-proxy.md): at most two live ones a session (80609), an
 // identifier once a session (80103; once deleted, never again: 80612), a proxy number chosen by
 // api/twilio-proxy/selection.ts, and the pair (identifier, proxy number) unique among active
 // participants, which the database enforces (a concurrent create loses with 409 / 80623). The
@@ -33,7 +33,7 @@ export function identifierOf(c: Ctx, p: ParticipantRow): string {
   return identifierCipher(c.services.phoneKey).decrypt(p.identifier_enc)
 }
 
-/** Participants of the create form (reference §3.4): one JSON object per field, or one JSON array; keys in any case. */
+/** Participants of the create form (docs/twilio-proxy.md): one JSON object per field, or one JSON array; keys in any case. */
 export function participantsParam(values: string[]): ParticipantInput[] {
   const out: ParticipantInput[] = []
   for (const v of values) {

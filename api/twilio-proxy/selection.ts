@@ -1,4 +1,4 @@
-// Which proxy number a participant gets (reference §9, docs/twilio-proxy.md). Pure: the caller
+// Which proxy number a participant gets (docs/twilio-proxy.md). Pure: the caller
 // reads the Service's pool and the identifier's active numbers.
 //  - ProxyIdentifier(Sid) given: that number, if it is in the pool (80605) and the identifier is
 //    not already active on it (80604). Reserved numbers only this way.

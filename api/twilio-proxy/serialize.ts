@@ -1,4 +1,4 @@
-// The JSON of each resource (reference §3), snake_case, dates as Twilio writes them, every `url`
+// The JSON of each resource (docs/twilio-proxy.md), snake_case, dates as Twilio writes them, every `url`
 // and `links` absolute on the façade's public base.
 import type { ServiceRow, PhoneNumberRow } from '../../sql/twilio-proxy.js'
 import type { SessionRow, ParticipantRow, InteractionRow } from '../../sql/twilio-proxy-sessions.js'

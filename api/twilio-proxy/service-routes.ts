@@ -1,5 +1,5 @@
-// Services (KS, reference §3.1): create, list, fetch (by SID or UniqueName), update, delete.
-// ShortCodes, removed from Twilio's API in 2025, are not routed: 404 (reference §3.3).
+// Services (KS, docs/twilio-proxy.md): create, list, fetch (by SID or UniqueName), update, delete.
+// ShortCodes, removed from Twilio's API in 2025, are not routed: 404 (docs/twilio-proxy.md).
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { deleteService, getService, insertService, listServices, servicePhoneNumbers, updateService, type ServiceFields, type ServiceRow } from '../../sql/twilio-proxy.js'
 import type { Ctx } from './context.js'

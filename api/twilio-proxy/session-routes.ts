@@ -1,4 +1,4 @@
-// Sessions (KC, reference §3.4, §8): create (with Participants), list, fetch (SID or UniqueName),
+// Sessions (KC, docs/twilio-proxy.md): create (with Participants), list, fetch (SID or UniqueName),
 // update (Ttl, DateExpiry, Status closed / in-progress to re-open), delete.
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import {
