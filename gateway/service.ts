@@ -369,7 +369,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     // REST API under /proxy (not in the OpenAPI document: Twilio's own describes it).
     const proxyAuth = createProxyAuthenticator(now)
     const facade = {
-      auth: proxyAuth, native: unpinnedSessions,
+      auth: proxyAuth, native: unpinnedSessions, configuredBaseUrl: () => cfg.publicBaseUrl,
       sendSms: async (from: string, to: string, text: string) => (await provider.sendSms({ from, to, text })).providerMessageId,
     }
     const routes = [

@@ -7,6 +7,8 @@ import type { PinnedSessions } from './native.js'
 
 export interface FacadeDeps {
   auth: ProxyAuthenticator
+  /** PUBLIC_BASE_URL when it is set; null: each request's Host and X-Forwarded-Proto decide. */
+  configuredBaseUrl: () => string | null
   /** The native session behind a façade session with two participants (api/twilio-proxy/native.ts). */
   native: PinnedSessions
   /** Sends an SMS from a proxy number through the provider (and its failover); the provider's message id. */

@@ -48,7 +48,7 @@ async function handle(deps: FacadeDeps, req: ApiRequest, method: HttpMethod): Pr
     const params = Params.parse(method === 'POST' ? req.rawBody : req.rawQuery)
     const out = await h({
       services: req.services, deps, auth, params, segs, path: sub, now: req.services.now(),
-      base: `${req.services.config.publicBaseUrl}${PROXY_PREFIX}/v1`,
+      base: `${publicBase(deps, req)}${PROXY_PREFIX}/v1`,
     })
     return out.body === undefined ? { status: out.status } : reply(out.status, out.body)
   } catch (err) {
@@ -56,6 +56,16 @@ async function handle(deps: FacadeDeps, req: ApiRequest, method: HttpMethod): Pr
     if (e.status >= 500) req.services.log.error({ code: 'twilio-proxy', status: e.status, error: err instanceof TwilioError ? undefined : err }, 'twilio proxy request failed')
     return reply(e.status, errorBody(e))
   }
+}
+
+/** Absolute URLs (the SDK follows next_page_url verbatim): PUBLIC_BASE_URL, else the request's own host. */
+function publicBase(deps: FacadeDeps, req: ApiRequest): string {
+  const configured = deps.configuredBaseUrl()
+  if (configured) return configured
+  const host = req.headers['x-forwarded-host'] ?? req.headers.host
+  if (!host || !/^[A-Za-z0-9.:[\]-]{1,255}$/.test(host)) return req.services.config.publicBaseUrl
+  const proto = req.headers['x-forwarded-proto']?.split(',')[0]?.trim().toLowerCase()
+  return `${proto === 'https' ? 'https' : 'http'}://${host}`
 }
 
 function storeFailure(err: unknown): TwilioError {

@@ -68,6 +68,10 @@ t.test('services: CRUD, fetch by UniqueName, name conflicts, 404s in Twilio\'s s
   const other = await facadeAccount(api)
   t.match(await restError(other.client.proxy.v1.services(svc.sid).fetch()), { status: 404, code: 20404 })
 
+  // without PUBLIC_BASE_URL, URLs follow the request's Host and X-Forwarded-Proto (behind a proxy)
+  const behind = await fetch(svc.url, { headers: { authorization: basic(accountSid, client.password!), 'x-forwarded-proto': 'https', 'x-forwarded-host': 'proxy.maskline.example.com' } })
+  t.equal((await behind.json() as { url: string }).url, `https://proxy.maskline.example.com/proxy/v1/Services/${svc.sid}`)
+
   t.equal(await client.proxy.v1.services(svc.sid).remove(), true)
   t.match(await restError(client.proxy.v1.services(svc.sid).fetch()), { status: 404, code: 20404 })
 })
