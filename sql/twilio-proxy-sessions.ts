@@ -149,37 +149,3 @@ export async function lastNumberOf(db: Db, serviceId: string, identifierHash: st
   return guard(async () => await db.maybeOneFirst(sql.unsafe`
     SELECT proxy_number FROM twilio_participants WHERE service_id = ${serviceId} AND identifier_hash = ${identifierHash} ORDER BY created_at DESC LIMIT 1`) as string | null)
 }
-
-// ---------------------------------------------------------------------------------------------
-// Interactions
-
-export interface InteractionRow {
-  id: string; session_id: string; type: 'message' | 'voice' | 'unknown'
-  inbound_participant_id: string | null; inbound_resource_sid: string | null; inbound_status: string | null
-  outbound_participant_id: string | null; outbound_resource_sid: string | null; outbound_status: string | null
-  duration: number | null; created_at: number; updated_at: number
-}
-
-const INTERACTION_SELECT = sql.fragment`id, session_id, type, NULL::uuid AS inbound_participant_id, NULL::text AS inbound_resource_sid,
-  NULL::text AS inbound_status, participant_id AS outbound_participant_id, provider_message_id AS outbound_resource_sid,
-  outbound_status, NULL::int AS duration, created_at, updated_at`
-
-export async function insertMessageInteraction(db: Db, i: { id: string; sessionId: string; participantId: string; status: string; resourceSid: string | null; now: number }): Promise<void> {
-  await guard(() => db.query(sql.unsafe`
-    INSERT INTO twilio_interactions (id, session_id, participant_id, type, outbound_status, provider_message_id, created_at, updated_at)
-    VALUES (${i.id}, ${i.sessionId}, ${i.participantId}, 'message', ${i.status}, ${i.resourceSid}, ${ts(i.now)}, ${ts(i.now)})`))
-}
-
-export async function getInteraction(db: Db, sessionId: string, id: string): Promise<InteractionRow | null> {
-  return guard(async () => await db.maybeOne(sql.unsafe`SELECT ${INTERACTION_SELECT} FROM twilio_interactions WHERE session_id = ${sessionId} AND id = ${id}`) as InteractionRow | null)
-}
-
-/** `participantId`: only that participant's MessageInteractions. */
-export async function listInteractions(db: Db, sessionId: string, req: PageRequest, participantId?: string): Promise<Page<InteractionRow & { key: string }>> {
-  const only = participantId ? sql.fragment`AND participant_id = ${participantId}` : sql.fragment``
-  return guard(() => keysetPage(db, INTERACTION_SELECT, sql.fragment`FROM twilio_interactions WHERE session_id = ${sessionId} ${only}`, sql.fragment`id`, req))
-}
-
-export async function deleteInteraction(db: Db, sessionId: string, id: string): Promise<boolean> {
-  return guard(async () => (await db.query(sql.unsafe`DELETE FROM twilio_interactions WHERE session_id = ${sessionId} AND id = ${id}`)).rowCount > 0)
-}

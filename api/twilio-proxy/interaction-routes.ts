@@ -3,7 +3,8 @@
 // maskline's outbound SMS path (the provider and its failover). The text is sent, never stored:
 // `data` is `{}` for a message.
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
-import { deleteInteraction, getInteraction, insertMessageInteraction, listInteractions, patchSession, type SessionRow } from '../../sql/twilio-proxy-sessions.js'
+import { patchSession, type SessionRow } from '../../sql/twilio-proxy-sessions.js'
+import { deleteInteraction, getInteraction, insertMessageInteraction, listInteractions } from '../../sql/twilio-proxy-interactions.js'
 import type { Ctx } from './context.js'
 import { invalidParam, notFound, rule } from './errors.js'
 import { expiryOf, isOpen } from './lifecycle.js'
@@ -82,7 +83,7 @@ export const interactionRoutes: Table = [
       const { service, session, participant } = await participantOf(c)
       const id = uuidOf('KI', c.segs[7]!)
       const row = id ? await getInteraction(c.services.db, session.id, id) : null
-      if (!row || row.outbound_participant_id !== participant.id) throw notFound(c.path)
+      if (!row || row.kind !== 'message-interaction' || row.outbound_participant_id !== participant.id) throw notFound(c.path)
       return { status: 200, body: interactionJson(c.base, c.auth.accountSid, service.id, row, participant.id) }
     },
   }],

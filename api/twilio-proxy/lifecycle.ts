@@ -5,6 +5,9 @@
 // when the tenant's façade is next used (one indexed UPDATE per request), and ends the native
 // session behind it.
 import { closeDueSessions, openSessionsOfService, type SessionRow } from '../../sql/twilio-proxy-sessions.js'
+import { sql } from 'slonik'
+import { refreshActivity } from '../../sql/twilio-proxy-interactions.js'
+import { ts } from '../../sql/transaction.js'
 import type { Ctx } from './context.js'
 
 /** The native maximum session length (api/schemas/session.ts maxDurationMinutes). */
@@ -28,6 +31,8 @@ export function ttlMinutes(ttl: number): number | undefined {
 export const isOpen = (s: SessionRow) => s.status === 'open' || s.status === 'in-progress'
 
 export async function closeDue(c: Ctx): Promise<void> {
+  // Due by their own clock: the native sessions' calls and SMS may have moved it on.
+  await refreshActivity(c.services.db, sql.fragment`tenant_id = ${c.auth.tenantId} AND expires_at <= ${ts(c.now)}`, MAX_DURATION_MINUTES, c.now)
   const closed = await closeDueSessions(c.services.db, c.auth.tenantId, c.now)
   for (const s of closed) if (s.native_session_id) await endNative(c, s.native_session_id)
 }

@@ -45,6 +45,8 @@ export interface PinnedEngine {
     maxDurationMinutes?: number; inactivityTimeoutMinutes?: number | null; gracePeriodMinutes?: number
   }): Promise<{ id: string }>
   end(tenantId: string, id: string): Promise<unknown>
+  /** Expires what is due now: with no grace period, an ended session releases its numbers at once. */
+  expireDue(): Promise<unknown>
   bindNumber(tenantId: string, number: string): Promise<string>
   unbindNumber(tenantId: string, number: string): Promise<string>
 }
@@ -66,6 +68,8 @@ export function enginePinnedSessions(e: PinnedEngine): PinnedSessions {
     async close(tenantId, nativeId) {
       // Already ended (its own expiry, an operator): nothing left to do.
       await e.end(tenantId, nativeId).catch((err: unknown) => { if (!(err instanceof ApiProblem)) throw err })
+      // Its parties may be paired again on these numbers right away (a re-open, a new participant).
+      await e.expireDue()
     },
     async bind(tenantId, number) {
       return (await e.bindNumber(tenantId, number)) === 'ok' ? 'ok' : 'taken'

@@ -11,6 +11,7 @@ import { servicePhoneNumbers, type ServiceRow } from '../../sql/twilio-proxy.js'
 import {
   activeNumbersOf, deleteParticipant, insertParticipant, lastNumberOf, patchSession, sessionParticipants, type ParticipantRow, type SessionRow,
 } from '../../sql/twilio-proxy-sessions.js'
+import { linkNativeSession } from '../../sql/twilio-proxy-interactions.js'
 import type { Ctx } from './context.js'
 import { invalidParam, rule, TwilioError } from './errors.js'
 import { isOpen, MAX_DURATION_MINUTES, ttlMinutes } from './lifecycle.js'
@@ -120,5 +121,7 @@ export async function openNativeFor(c: Ctx, session: SessionRow, first: Particip
       : Math.max(1, Math.min(MAX_DURATION_MINUTES, Math.ceil((session.date_expiry - c.now) / 60_000))),
     ...(ttlMinutes(session.ttl) ? { inactivityTimeoutMinutes: ttlMinutes(session.ttl)! } : {}),
   })
-  if (nativeId) await patchSession(c.services.db, session.id, { native_session_id: nativeId }, c.now)
+  if (!nativeId) return
+  await linkNativeSession(c.services.db, { nativeId, sessionId: session.id, agentId: first.id, customerId: second.id })
+  await patchSession(c.services.db, session.id, { native_session_id: nativeId }, c.now)
 }

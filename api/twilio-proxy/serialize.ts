@@ -1,7 +1,8 @@
 // The JSON of each resource (docs/twilio-proxy.md), snake_case, dates as Twilio writes them, every `url`
 // and `links` absolute on the façade's public base.
 import type { ServiceRow, PhoneNumberRow } from '../../sql/twilio-proxy.js'
-import type { SessionRow, ParticipantRow, InteractionRow } from '../../sql/twilio-proxy-sessions.js'
+import type { SessionRow, ParticipantRow } from '../../sql/twilio-proxy-sessions.js'
+import type { InteractionRecord } from '../../sql/twilio-proxy-interactions.js'
 import { derivedSid, sidOf } from './sid.js'
 import { twilioDate } from './params.js'
 
@@ -57,18 +58,41 @@ export function participantJson(base: string, account: string, p: ParticipantRow
   }
 }
 
+const CALL_INBOUND: Record<string, string> = { RINGING: 'in-progress', ANSWERED: 'in-progress', COMPLETED: 'completed', MISSED: 'completed', FAILED: 'failed' }
+const CALL_OUTBOUND: Record<string, string> = { RINGING: 'ringing', ANSWERED: 'in-progress', COMPLETED: 'completed', MISSED: 'no-answer', FAILED: 'failed' }
+const SMS_OUTBOUND: Record<string, string> = { QUEUED: 'queued', SENT: 'sent', DELIVERED: 'delivered', FAILED: 'failed' }
+
+/** The two legs of an interaction: resource SIDs minted from the provider's ids, Twilio's statuses. */
+function legs(i: InteractionRecord) {
+  const status = i.record_status ?? ''
+  if (i.kind === 'call') {
+    return {
+      inbound: { sid: derivedSid('CA', i.provider_id ?? i.id), status: CALL_INBOUND[status] ?? 'unknown', type: 'Call' },
+      outbound: { sid: derivedSid('CA', `${i.provider_id ?? i.id}/dial`), status: CALL_OUTBOUND[status] ?? 'unknown', type: 'Call' },
+    }
+  }
+  if (i.kind === 'sms') {
+    return {
+      inbound: { sid: derivedSid('SM', i.provider_id ?? i.id), status: 'received', type: 'Message' },
+      outbound: { sid: i.forward_id ? derivedSid('SM', i.forward_id) : null, status: SMS_OUTBOUND[status] ?? 'unknown', type: 'Message' },
+    }
+  }
+  return { inbound: null, outbound: { sid: i.resource_sid, status: i.outbound_status ?? 'unknown', type: 'Message' } }
+}
+
 /** `via`: the participant whose MessageInteractions list this is (its URL and participant_sid). */
-export function interactionJson(base: string, account: string, serviceId: string, i: InteractionRow, via?: string) {
+export function interactionJson(base: string, account: string, serviceId: string, i: InteractionRecord, via?: string) {
   const session = `${base}/Services/${serviceSid(serviceId)}/Sessions/${sessionSid(i.session_id)}`
+  const { inbound, outbound } = legs(i)
   const out = {
     sid: interactionSid(i.id), session_sid: sessionSid(i.session_id), service_sid: serviceSid(serviceId), account_sid: account,
-    data: i.type === 'voice' ? JSON.stringify({ duration: String(i.duration ?? 0) }) : '{}', type: i.type,
+    data: i.kind === 'call' ? JSON.stringify({ duration: String(i.duration ?? 0) }) : '{}', type: i.kind === 'call' ? 'voice' : 'message',
     inbound_participant_sid: i.inbound_participant_id ? participantSid(i.inbound_participant_id) : null,
-    inbound_resource_sid: i.inbound_resource_sid, inbound_resource_status: i.inbound_status,
-    inbound_resource_type: i.inbound_resource_sid ? (i.type === 'voice' ? 'Call' : 'Message') : null, inbound_resource_url: null,
+    inbound_resource_sid: inbound?.sid ?? null, inbound_resource_status: inbound?.status ?? null,
+    inbound_resource_type: inbound?.type ?? null, inbound_resource_url: null,
     outbound_participant_sid: i.outbound_participant_id ? participantSid(i.outbound_participant_id) : null,
-    outbound_resource_sid: i.outbound_resource_sid, outbound_resource_status: i.outbound_status,
-    outbound_resource_type: i.outbound_resource_sid ? (i.type === 'voice' ? 'Call' : 'Message') : null, outbound_resource_url: null,
+    outbound_resource_sid: outbound.sid, outbound_resource_status: outbound.sid || i.kind !== 'sms' ? outbound.status : null,
+    outbound_resource_type: outbound.type, outbound_resource_url: null,
     date_created: twilioDate(i.created_at), date_updated: twilioDate(i.updated_at),
     url: via ? `${session}/Participants/${participantSid(via)}/MessageInteractions/${interactionSid(i.id)}` : `${session}/Interactions/${interactionSid(i.id)}`,
   }

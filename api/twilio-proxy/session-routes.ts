@@ -7,7 +7,9 @@ import {
 import type { ServiceRow } from '../../sql/twilio-proxy.js'
 import type { Ctx } from './context.js'
 import { invalidParam, notFound, rule, TwilioError } from './errors.js'
-import { closeDue, endNative, expiryOf, isOpen } from './lifecycle.js'
+import { closeDue, endNative, expiryOf, isOpen, MAX_DURATION_MINUTES } from './lifecycle.js'
+import { sql } from 'slonik'
+import { refreshActivity } from '../../sql/twilio-proxy-interactions.js'
 import { listBody, pageRequest } from './paging.js'
 import { addParticipant, identifierOf, openNativeFor, participantsParam } from './participants.js'
 import { sessionJson } from './serialize.js'
@@ -26,11 +28,13 @@ export async function sessionOf(c: Ctx, byName = false): Promise<{ service: Serv
   const ref = c.segs[3]!
   const id = uuidOf('KC', ref)
   if (id) {
+    await refreshActivity(c.services.db, sql.fragment`id = ${id}`, MAX_DURATION_MINUTES, c.now)
     const session = await getSession(c.services.db, service.id, { id })
     if (!session) throw notFound(c.path)
     return { service, session }
   }
   if (!byName) throw notFound(c.path)
+  await refreshActivity(c.services.db, sql.fragment`service_id = ${service.id} AND unique_name = ${ref}`, MAX_DURATION_MINUTES, c.now)
   const session = await getSession(c.services.db, service.id, { uniqueName: ref })
   if (!session) throw rule(80308, 'Session with the unique name not found', 404)
   return { service, session }
@@ -73,6 +77,7 @@ export const sessionRoutes: Table = [
     async GET(c) {
       const service = await serviceOf(c, c.segs[1]!)
       await closeDue(c)
+      await refreshActivity(c.services.db, sql.fragment`service_id = ${service.id}`, MAX_DURATION_MINUTES, c.now)
       const req = pageRequest(c.params)
       const page = await listSessions(c.services.db, service.id, req)
       return { status: 200, body: listBody('sessions', c.base, `/Services/${c.segs[1]}/Sessions`, { ...req, tokenText: c.params.str('PageToken') }, page, page.rows.map(r => sessionJson(c.base, c.auth.accountSid, r))) }

@@ -100,3 +100,19 @@ CREATE TABLE twilio_interactions (
   updated_at          timestamptz NOT NULL
 );
 CREATE INDEX twilio_interactions_list ON twilio_interactions (session_id, created_at, id);
+
+-- The native sessions a façade session has had (one per opening: its two participants then), so
+-- its Interactions include their call and SMS records.
+CREATE TABLE twilio_native_sessions (
+  native_id                uuid PRIMARY KEY,
+  session_id               uuid NOT NULL REFERENCES twilio_sessions(id) ON DELETE CASCADE,
+  agent_participant_id     uuid NOT NULL,
+  customer_participant_id  uuid NOT NULL
+);
+CREATE INDEX twilio_native_sessions_session ON twilio_native_sessions (session_id);
+
+-- Call and SMS interactions deleted through the façade: hidden from it, the records stay maskline's.
+CREATE TABLE twilio_hidden_interactions (
+  id          uuid PRIMARY KEY,
+  session_id  uuid NOT NULL REFERENCES twilio_sessions(id) ON DELETE CASCADE
+);
