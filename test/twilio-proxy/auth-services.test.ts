@@ -103,6 +103,29 @@ t.test('phone numbers: the Service\'s pool from maskline\'s numbers', async t =>
   t.match(await restError(pns(n2.sid).fetch()), { status: 404, code: 20404 })
 })
 
+t.test('transport: form bodies as any Twilio client sends them', async t => {
+  const { api } = await startFacade(t)
+  const { client, accountSid } = await facadeAccount(api)
+  const auth = basic(accountSid, client.password!)
+  const post = async (path: string, body: string) => {
+    const r = await fetch(`${api.url}/proxy/v1${path}`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' }, body })
+    return { status: r.status, body: await r.json() as Record<string, any> }
+  }
+  const svc = await post('/Services', 'UniqueName=raw+one&FailOnParticipantConflict=true&SomethingNew=1')
+  t.equal(svc.status, 201, 'unknown parameters are ignored')
+  const pn = await post(`/Services/${svc.body.sid}/PhoneNumbers`, `PhoneNumber=${encodeURIComponent(poolNumber(3))}&IsReserved=TRUE`)
+  t.match(pn, { status: 201, body: { is_reserved: true } }, 'booleans in any case')
+  t.match(await post(`/Services/${svc.body.sid}/PhoneNumbers`, `PhoneNumber=${encodeURIComponent(poolNumber(4))}&IsReserved=yes`), { status: 400, body: { code: 80701, message: "'IsReserved' is invalid." } })
+  const s = await post(`/Services/${svc.body.sid}/Sessions`, `DateExpiry=${encodeURIComponent('2031-01-01T10:00:00+02:00')}&Participants=${encodeURIComponent('{"identifier":"+14155550141","proxyidentifier":"' + poolNumber(3) + '"}')}&Participants=${encodeURIComponent('{"IDENTIFIER":"+14155550142","ProxyIdentifier":"' + poolNumber(3) + '"}')}`)
+  t.match(s, { status: 201, body: { date_expiry: '2031-01-01T08:00:00Z' } }, 'a date with an offset; repeated Participants, keys in any case')
+  const parts = await fetch(`${api.url}/proxy/v1/Services/${svc.body.sid}/Sessions/${s.body.sid}/Participants`, { headers: { authorization: auth } }).then(r => r.json()) as { participants: Array<{ proxy_identifier: string }> }
+  t.same(parts.participants.map(p => p.proxy_identifier), [poolNumber(3), poolNumber(3)], 'a reserved number, asked for')
+  t.match(await post(`/Services/${svc.body.sid}/Sessions`, `Participants=${encodeURIComponent('{"Identifier":"+14155550143"}')}`), { status: 400, body: { code: 80207 } }, 'and never given unasked')
+  const noOffset = await post(`/Services/${svc.body.sid}/Sessions`, `DateExpiry=2031-01-01T10:00:00`)
+  t.match(noOffset, { status: 201, body: { date_expiry: '2031-01-01T10:00:00Z' } }, 'no offset: UTC')
+  t.match(await post(`/Services/${svc.body.sid}/Sessions`, 'DateExpiry=tomorrow'), { status: 400, body: { code: 80701, message: "'DateExpiry' is invalid." } })
+})
+
 function basic(user: string, pass: string): string {
   return `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`
 }
