@@ -20,6 +20,9 @@ export const problems = {
   'pool-exhausted': { status: 503, title: 'No proxy number can carry this session' },
   'tier-session-limit': { status: 429, title: 'Concurrent session limit of the tier reached' },
   internal: { status: 500, title: 'Internal error; retry with backoff' },
+  // Pinned creates only (docs/dual-proxy.md), which the native API never makes.
+  'proxy-in-use': { status: 409, title: 'A participant is already live on its pinned proxy number' },
+  'proxy-unavailable': { status: 409, title: 'A pinned proxy number is not bound to nor held by this tenant' },
   // API-only slugs for HTTP-level failures contract 7 does not list.
   'method-not-allowed': { status: 405, title: 'Method not allowed on this path' },
   'payload-too-large': { status: 413, title: 'Request body too large' },

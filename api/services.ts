@@ -6,6 +6,9 @@ import type { CreateSessionBody, PatchSessionBody, SessionView } from './schemas
 import type { JsonText } from './route.js'
 import type { TenantRouting } from '../engine/types.js'
 import type { RateLimiter } from './rate-limit/limiter.js'
+import type { PinnedCreateInput } from './app/pinned-create.js'
+import type { BindResult, UnbindResult } from '../sql/number-binding.js'
+import type { SessionRecord } from '../engine/types.js'
 import type { Authenticator } from './auth/authenticate.js'
 
 export interface ServiceConfig {
@@ -28,6 +31,14 @@ export interface SessionCommands {
   swapTarget(tenantId: string, id: string, customerPhone: string): Promise<SessionView>
   /** GET /v1/sessions/verify: the newest ACTIVE or GRACE_PERIOD session this number takes part in. */
   verify(tenantId: string, userPhone: string): Promise<{ sessionId: string; proxyNumber: string; metadata: Record<string, unknown> } | null>
+  /**
+   * docs/dual-proxy.md: a session on the numbers given (never allocation); throws ApiProblem
+   * 'proxy-in-use', 'proxy-unavailable', 'tier-session-limit', 'validation' (api/app/pinned-create.ts).
+   */
+  createPinned(tenantId: string, body: PinnedCreateInput): Promise<SessionRecord>
+  /** docs/dual-proxy.md: the number serves this tenant's pinned creates only. */
+  bindNumber(tenantId: string, number: string): Promise<BindResult>
+  unbindNumber(tenantId: string, number: string): Promise<UnbindResult>
 }
 
 export interface TenantLookup {

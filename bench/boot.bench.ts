@@ -135,7 +135,7 @@ async function main() {
     }
 
     // 2. The service, as `npm start` runs it. Not through tsx: its loader and the sources it
-    //    transpiles added ~100 MiB to the RSS after a 1M boot (bench/RESULTS.md, twenty-second session).
+    //    transpiles added ~100 MiB to the RSS after a 1M boot (bench/RESULTS.md, "Boot").
     const unbuilt = ensureServiceBuilt()
     if (unbuilt) throw new Error(`the service cannot run: ${unbuilt}`)
     const env: NodeJS.ProcessEnv = {}

@@ -31,6 +31,11 @@ const QUERIES = smoke ? 100_000 : 1_000_000
 const TENANTS = 4
 const REGIONS = [{ name: 'US', proxyArea: 212, partyArea: 202 }, { name: 'CA', proxyArea: 604, partyArea: 416 }] as const
 const HOTLINE_SHARE = 10 // one session in ten has the hotline as its agent
+// One session in ten is dual-proxy (docs/dual-proxy.md): a pinned create on two numbers bound to
+// its tenant, about ten sessions per bound number on each side; its parties are its own.
+const DUAL_SHARE = 10
+const isDual = (i: number) => i % DUAL_SHARE === DUAL_SHARE - 1
+const BOUND_PER_TENANT = Math.max(16, Math.ceil(N / DUAL_SHARE / TENANTS / 10))
 const SESSIONS_PER_AGENT = 6
 
 const gc = (globalThis as { gc?: () => void }).gc
@@ -107,6 +112,9 @@ for (const r of REGIONS) {
   engine.addNumbers(Array.from({ length: perRegion }, (_, k) => ({ number: phone(r.proxyArea, 1_000_000 + k), region: r.name, provider: 'telnyx' })))
 }
 
+const bound = tenants.map((t, k) => Array.from({ length: BOUND_PER_TENANT }, (_, j) => phone(213, 1_000_000 + k * BOUND_PER_TENANT + j)))
+engine.addNumbers(bound.flatMap((nums, k) => nums.map(number => ({ number, region: 'US', provider: 'telnyx', boundTenantId: tenants[k]!.id }))))
+
 gc(); gc()
 const before = process.memoryUsage()
 
@@ -129,6 +137,12 @@ for (let i = 0; i < N; i++) {
     recordingEnabled: i % 4 === 0,
     consentPrompt: 'DEFAULT',
   }
+  if (isDual(i)) {
+    const nums = bound[s.tenant]!
+    const j = Math.floor(i / DUAL_SHARE)
+    input.agentPhone = phone(REGIONS[s.region]!.partyArea, 8_000_000 + i)
+    input.pinned = { agentProxy: nums[j % nums.length]!, customerProxy: nums[(j + 1) % nums.length]! }
+  }
   const t0 = process.hrtime.bigint()
   const plan = engine.planCreate(input, now0 + Math.floor(i / 1000))
   if (plan.ok) engine.commit(plan)
@@ -146,15 +160,19 @@ const heapPerSession = (after.heapUsed - before.heapUsed + after.arrayBuffers - 
 const counts = engine.poolCounts(now0 + N)
 const inUse = counts.reduce((a, c) => a + c.inUse, 0)
 
-// Route queries: random existing (proxy, caller) pairs, half agents, half customers, fresh copies.
-function routeQueries(seed: number): { proxies: string[]; callers: string[] } {
+// Route queries: random existing (proxy, caller) pairs, half agents, half customers, fresh copies;
+// of the native sessions, or (dual) of the dual-proxy ones, each party on its own proxy.
+function routeQueries(seed: number, dual = false): { proxies: string[]; callers: string[] } {
   const proxies: string[] = []
   const callers: string[] = []
+  const count = Math.floor(N / DUAL_SHARE)
   for (let q = 0; q < QUERIES; q++) {
-    const i = mix(seed + q) % N
+    const k = mix(seed + q)
+    const i = dual ? (k % count) * DUAL_SHARE + DUAL_SHARE - 1 : isDual(k % N) ? (k % N) - 1 : k % N
     const rec = engine.get(sessionId(i))
     if (rec === undefined) throw new Error(`session ${i} missing`)
-    proxies.push(copy(rec.proxyNumber))
+    if (dual !== (rec.customerProxyNumber !== undefined)) throw new Error(`session ${i}: not the kind asked for`)
+    proxies.push(copy(q % 2 === 0 ? rec.customerProxyNumber ?? rec.proxyNumber : rec.proxyNumber))
     callers.push(copy(q % 2 === 0 ? rec.customerPhone : rec.agentPhone))
   }
   return { proxies, callers }
@@ -203,6 +221,12 @@ const timed = routeQueries(1 << 29)
 const route = timeEach('route', timed.proxies, timed.callers, (proxy, caller) => engine.route(proxy, caller, nowRoute))
 const batchQ = routeQueries(1 << 30)
 const routeBatch = timeBatch(q => engine.route(batchQ.proxies[q]!, batchQ.callers[q]!, nowRoute))
+const dualWarm = routeQueries(3 << 28, true)
+for (let q = 0; q < QUERIES; q++) if (engine.route(dualWarm.proxies[q]!, dualWarm.callers[q]!, nowRoute).kind !== 'connect') throw new Error('dual warm-up: no connect')
+const dualTimed = routeQueries(5 << 28, true)
+const routeDual = timeEach('route_dual', dualTimed.proxies, dualTimed.callers, (proxy, caller) => engine.route(proxy, caller, nowRoute))
+const dualBatchQ = routeQueries(7 << 28, true)
+const routeDualBatch = timeBatch(q => engine.route(dualBatchQ.proxies[q]!, dualBatchQ.callers[q]!, nowRoute))
 
 // Baseline: a bare Map.get on a 1M-key Map<string, object>, keys shaped like caller numbers.
 const MAP_KEYS = 1_000_000
@@ -244,6 +268,10 @@ report('timer.median', timer.median, 'ns')
 report('route.vs_mapget', route.median / mapget.median, 'ratio')
 report('route.vs_mapget_net', (route.median - timer.median) / Math.max(1, mapget.median - timer.median), 'ratio')
 report('route.batch_mean', routeBatch, 'ns')
+report('route_dual.median', routeDual.median, 'ns')
+report('route_dual.p99', routeDual.p99, 'ns')
+report('route_dual.batch_mean', routeDualBatch, 'ns')
+report('route_dual.vs_route', routeDual.median / route.median, 'ratio')
 report('mapget.batch_mean', mapBatch, 'ns')
 report('heap.per_session', Math.round(heapPerSession), 'bytes')
 report('create.rate', Math.round(N / (buildNs / 1e9)), 'sessions/s')
@@ -290,7 +318,7 @@ function writeResults(): void {
     '- `route.*`, `mapget.*`: one sample per call; the arguments are fresh string copies made just before the call (in cache, hash not yet computed), as a parsed provider callback hands them over.',
     '- `*.batch_mean`: one timer around all calls over strings built beforehand (out of cache), divided by the count.',
     '- `create.rate`: time inside `planCreate` + `commit` only, garbage collection of the growing heap included; `expire.rate`: `tick()` once per simulated second until all sessions expired.',
-    '- `create.max`, `create.over_1ms`: the longest single create while growing to the population, and how many took over 1 ms (scavenges of the growing heap; near pool exhaustion, the search of every number a tenant holds). Sessions by id and the party index grow shard by shard (256 each: engine/id-map.ts, engine/party-index.ts); as one Map and one table they stopped the engine for 89-507 ms at their growths (twentieth session).',
+    '- `create.max`, `create.over_1ms`: the longest single create while growing to the population, and how many took over 1 ms (scavenges of the growing heap; near pool exhaustion, the search of every number a tenant holds). Sessions by id and the party index grow shard by shard (256 each: engine/id-map.ts, engine/party-index.ts); as one Map and one table they stopped the engine for 89-507 ms at their growths (before 647961d).',
     '- At this size every pointer followed is a cache miss, so the cost of a lookup is the number of objects it touches. A first design, proxy → `Map` of callers → session, measured 2.3 µs median and 5.3-5.9 µs p99 on this machine (p99 target not met); `engine/party-index.ts` replaced it with one open-addressing table keyed by the two numbers as doubles (see its header).',
     '',
   ].join('\n')

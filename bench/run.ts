@@ -90,7 +90,7 @@ progress(`maskline bench${opts.smoke ? ' (smoke)' : ''}: ${info.population}`)
 progress(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB; node ${machine.node}; load average ${loadavg()[0]!.toFixed(1)}`)
 if (loadavg()[0]! > machine.cores / 2) results.note(`the machine was busy at the start (1-minute load average ${loadavg()[0]!.toFixed(1)} on ${machine.cores} cores): absolute figures are low, ratios against the same-run baselines less so`)
 progress(`load generator: ${info.loadGenerator}`)
-// Measured (eighth session): the same revision spent 114 µs of service CPU per token profiled and
+// Measured at ac36f5f: the same revision spent 114 µs of service CPU per token profiled and
 // 49 unprofiled, 89 against 48-61 per recorded call, +152 against +19-23 µs unloaded over hello.
 if (opts.profile) results.note('--profile: every service ran under V8\'s sampling profiler, which costs it CPU and latency (up to 2x the CPU per request measured here): read the profiles\' shares; take the figures and targets from a run without --profile')
 if (gen.kind === 'autocannon') results.note('autocannon records latency in whole milliseconds: sub-millisecond percentiles read as 0 or 1 ms, and the "+20 µs" bar cannot be judged')

@@ -12,6 +12,7 @@
 //      missed; the bounded tries may only pick a less preferred number where a held one would do.
 import type { NumberPool, ProxyNumber, RegionPool } from './number-pool.js'
 import type { PartyIndex } from './party-index.js'
+import { regionOf } from './region.js'
 import type { ProxyRing, TenantSlot } from './tenant-slot.js'
 
 /** Round-robin tries per region over the tenant's numbers before turning to free numbers. */
@@ -62,7 +63,9 @@ export function allocateProxy(pool: NumberPool, req: AllocationRequest): ProxyNu
 }
 
 function fits(p: ProxyNumber, req: AllocationRequest): boolean {
-  return (req.exclude === undefined || !req.exclude.has(p.number)) &&
+  // A bound number (docs/dual-proxy.md) is its tenant's pinned creates' only; it can sit in the
+  // tenant's ring while they hold it.
+  return p.bound === null && (req.exclude === undefined || !req.exclude.has(p.number)) &&
     (p.live === 0 || (req.index.find(p.key, req.agent) < 0 && req.index.find(p.key, req.customer) < 0))
 }
 
@@ -82,4 +85,14 @@ function firstFree(pool: NumberPool, r: RegionPool, req: AllocationRequest): Pro
     if (fits(p, req)) return p
   }
   return null
+}
+
+/** Contract D4: the customer's country, else the agent's, else any region. */
+export function preferredRegions(customer: string, agent: string): string[] {
+  const c = regionOf(customer)
+  const a = regionOf(agent)
+  const out: string[] = []
+  if (c !== null) out.push(c)
+  if (a !== null && a !== c) out.push(a)
+  return out
 }

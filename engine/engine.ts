@@ -2,16 +2,18 @@
 // routing, by id for commands, and by deadline for expiry. Pure: it never reads a clock or does
 // I/O. Commands are planned (no mutation), persisted by the caller, then committed; only commit()
 // and tick() change memory and emit events (style 1, 3).
-import { allocateProxy } from './allocate-proxy.js'
-import { IndexConflictError, UnknownTenantError } from './errors.js'
+import { allocateProxy, preferredRegions } from './allocate-proxy.js'
+import { clashesOf } from './clashes.js'
+import { UnknownTenantError } from './errors.js'
 import { eventOf } from './events.js'
 import { ExpiryHeap } from './expiry-heap.js'
 import { IdMap } from './id-map.js'
 import { IdleQueue } from './idle-queue.js'
 import { LiveSession, type LiveView, type SessionExtras } from './live-session.js'
-import { NumberPool, type ProxyNumber } from './number-pool.js'
+import { NumberPool, type PoolEntry, type ProxyNumber } from './number-pool.js'
 import { PartyIndex, e164Key } from './party-index.js'
 import { newestByParty } from './party-lookup.js'
+import { pinnedProxies } from './pinned-proxies.js'
 import { createdRecord, type CreateInput, type OkPlan, type Plan } from './plan.js'
 import { regionOf } from './region.js'
 import { routeCall, type RouteChannel, type RouteDecision } from './route-decision.js'
@@ -31,7 +33,6 @@ export interface EngineOptions {
 export type PoolCount = { region: string; provider: string; total: number; available: number; inUse: number; cooldown: number }
 
 const MINUTE = 60_000
-const NO_CLASHES: LiveSession[] = []
 
 export class Engine {
   readonly #pool: NumberPool
@@ -59,21 +60,34 @@ export class Engine {
   }
 
   /**
-   * Idempotent. At boot, `releasedAt` (cooldown start) and `lastTenantId` (whose expired
-   * behaviour a call to a released number gets) restore what the store remembers.
+   * Idempotent. At boot, `releasedAt` (cooldown start), `lastTenantId` (whose expired behaviour
+   * a call to a released number gets) and `boundTenantId` restore what the store remembers.
    */
-  addNumbers(nums: ReadonlyArray<{ number: E164; region: string; provider: string; releasedAt?: number | null; lastTenantId?: string | null }>): void {
+  addNumbers(nums: ReadonlyArray<PoolEntry>): void {
     for (const n of nums) {
       const owner = n.lastTenantId ? this.#tenants.get(n.lastTenantId) ?? null : null
-      this.#pool.add(n.number, n.region, n.provider, n.releasedAt ?? -Infinity, owner)
+      const p = this.#pool.add(n.number, n.region, n.provider, n.releasedAt ?? -Infinity, owner)
+      if (n.boundTenantId !== undefined) this.#pool.bind(p, n.boundTenantId)
     }
+  }
+
+  /**
+   * docs/dual-proxy.md: the number is bound to the tenant (its pinned creates only; native
+   * allocation skips it), or no longer bound (null). The store decides whether it may be (sql/
+   * number-binding.ts); this node follows. False for a number this node does not know.
+   */
+  bindNumber(number: string, tenantId: string | null): boolean {
+    const p = this.#pool.numbers.get(number)
+    if (p === undefined) return false
+    this.#pool.bind(p, tenantId)
+    return true
   }
 
   planCreate(input: CreateInput, now: number, exclude?: ReadonlySet<string>): Plan {
     const tenant = this.#tenant(input.tenantId)
     // contract 8.2: PENDING, ACTIVE and GRACE_PERIOD sessions count.
     if (tenant.live >= this.#limits[tenant.routing.tier].concurrentSessions) return { ok: false, rejection: 'tier-session-limit' }
-    const proxy = allocateProxy(this.#pool, {
+    const got = input.pinned !== undefined ? pinnedProxies(this.#pool, this.#index, tenant, input, input.pinned) : allocateProxy(this.#pool, {
       index: this.#index,
       tenant,
       agent: e164Key(input.agentPhone),
@@ -83,8 +97,9 @@ export class Engine {
       exclude,
       prefer: input.preferProxy,
     })
-    if (proxy === null) return { ok: false, rejection: 'pool-exhausted' }
-    const next = createdRecord(input, proxy.number, now)
+    if (got === null || typeof got === 'string') return { ok: false, rejection: got ?? 'pool-exhausted' }
+    const [agentProxy, customerProxy] = Array.isArray(got) ? got : [got, got]
+    const next = createdRecord(input, agentProxy.number, now, customerProxy.number)
     const events = [eventOf('session.created', now, next), eventOf('session.activated', now, next)]
     return { ok: true, prev: null, next, events, changed: true }
   }
@@ -95,7 +110,7 @@ export class Engine {
     if (!r.ok) return { ok: false, rejection: r.rejection }
     if (r.changed && m.type === 'swap-target') {
       // contract 4.2: the new target may not take part in another live session on the same proxy.
-      const other = this.#index.get(e164Key(rec.proxyNumber), e164Key(m.customerPhone))
+      const other = this.#index.get(e164Key(rec.customerProxyNumber ?? rec.proxyNumber), e164Key(m.customerPhone))
       if (other !== undefined && other.id !== rec.id) return { ok: false, rejection: 'target-conflict' }
     }
     return { ok: true, prev: rec, next: r.next, events: r.events, changed: r.changed }
@@ -210,26 +225,32 @@ export class Engine {
       return true
     }
     const tenant = this.#tenant(rec.tenantId)
-    if (e164Key(rec.agentPhone) === 0 || e164Key(rec.customerPhone) === 0 || e164Key(rec.proxyNumber) === 0) {
+    const cnum = rec.customerProxyNumber ?? rec.proxyNumber
+    if (e164Key(rec.agentPhone) === 0 || e164Key(rec.customerPhone) === 0 || e164Key(rec.proxyNumber) === 0 || e164Key(cnum) === 0) {
       throw new Error(`engine: session ${rec.id} has a number that is not E.164`)
     }
-    // A live session on a number no longer configured keeps routing until it expires.
-    const proxy = this.#pool.numbers.get(rec.proxyNumber) ??
-      this.#pool.add(rec.proxyNumber, regionOf(rec.proxyNumber) ?? 'unknown', 'unknown')
-    const clashes = this.#clashes(proxy, tenant, rec, strict)
-    if (held !== undefined && (held.proxy !== proxy || held.tenant !== tenant)) {
+    const proxy = this.#number(rec.proxyNumber)
+    const cproxy = cnum === rec.proxyNumber ? proxy : this.#number(cnum)
+    const clashes = clashesOf(this.#sessions, this.#index, { proxy, cproxy, tenant }, rec, strict)
+    if (held !== undefined && (held.proxy !== proxy || held.customerProxy !== cproxy || held.tenant !== tenant)) {
       this.#remove(held, this.#clock) // sessions never move; a record saying otherwise starts over
       held = undefined
     }
     for (const s of clashes) this.#remove(s, this.#clock)
-    if (held === undefined) this.#applied = this.#insert(rec, proxy, tenant)
+    if (held === undefined) this.#applied = this.#insert(rec, proxy, tenant, cproxy)
     else this.#update(held, rec)
     return true
   }
 
-  #insert(rec: SessionRecord, proxy: ProxyNumber, tenant: TenantSlot): LiveSession {
-    const s = new LiveSession(rec, proxy, tenant)
+  /** A live session on a number no longer configured keeps routing until it expires. */
+  #number(n: E164): ProxyNumber {
+    return this.#pool.numbers.get(n) ?? this.#pool.add(n, regionOf(n) ?? 'unknown', 'unknown')
+  }
+
+  #insert(rec: SessionRecord, proxy: ProxyNumber, tenant: TenantSlot, cproxy: ProxyNumber): LiveSession {
+    const s = new LiveSession(rec, proxy, tenant, cproxy)
     this.#pool.acquire(proxy, tenant)
+    if (cproxy !== proxy) this.#pool.acquire(cproxy, tenant) // both numbers held, as one would be
     tenant.advance(proxy)
     this.#wire(s)
     tenant.live++
@@ -252,46 +273,16 @@ export class Engine {
     this.#unwire(s)
     s.tenant.live--
     this.#pool.release(s.proxy, at)
-  }
-
-  /**
-   * Live sessions rec may not share its proxy with: another tenant's, or sharing a participant.
-   * Strict (commit): throws instead, before anything changed.
-   */
-  #clashes(proxy: ProxyNumber, tenant: TenantSlot, rec: SessionRecord, strict: boolean): LiveSession[] {
-    if (proxy.live === 0) return NO_CLASHES
-    if (proxy.owner !== tenant) {
-      if (strict) throw new IndexConflictError(rec.id, `its proxy is held by tenant ${proxy.owner?.routing.id}`)
-      // Only a load() of a record the store knows better gets here: a full scan is fine.
-      return [...this.#sessions.values()].filter(s => s.proxy === proxy && s.id !== rec.id)
-    }
-    const a = this.#index.get(proxy.key, e164Key(rec.agentPhone))
-    const c = this.#index.get(proxy.key, e164Key(rec.customerPhone))
-    const clashA = a !== undefined && a.id !== rec.id
-    const clashC = c !== undefined && c.id !== rec.id && c !== a
-    if (!clashA && !clashC) return NO_CLASHES // no array per call: every session a boot loads gets here
-    const out = clashA && clashC ? [a, c] : clashA ? [a] : [c!]
-    if (strict) throw new IndexConflictError(rec.id, `shares a party on its proxy with ${out.map(s => s.id).join(', ')}`)
-    return out
+    if (s.customerProxy !== s.proxy) this.#pool.release(s.customerProxy, at)
   }
 
   #wire(s: LiveSession): void {
     this.#index.set(s.proxy.key, e164Key(s.agent), true, s)
-    this.#index.set(s.proxy.key, e164Key(s.customer), false, s)
+    this.#index.set(s.customerProxy.key, e164Key(s.customer), false, s)
   }
 
   #unwire(s: LiveSession): void {
     this.#index.delete(s.proxy.key, e164Key(s.agent), s)
-    this.#index.delete(s.proxy.key, e164Key(s.customer), s)
+    this.#index.delete(s.customerProxy.key, e164Key(s.customer), s)
   }
-}
-
-function preferredRegions(customer: string, agent: string): string[] {
-  // contract D4: the customer's country, else the agent's, else any region.
-  const c = regionOf(customer)
-  const a = regionOf(agent)
-  const out: string[] = []
-  if (c !== null) out.push(c)
-  if (a !== null && a !== c) out.push(a)
-  return out
 }

@@ -88,7 +88,10 @@ export class LiveSession implements LiveView {
   customer: E164
   readonly tenant: TenantSlot
   readonly id: SessionId
+  /** The agent's proxy. */
   readonly proxy: ProxyNumber
+  /** The customer's proxy: the same object as proxy except in a dual-proxy session. */
+  readonly customerProxy: ProxyNumber
   grace: number
   maxDuration: number
   createdAt: number
@@ -117,9 +120,10 @@ export class LiveSession implements LiveView {
    */
   #customerHash: string | null = null
 
-  constructor(rec: SessionRecord, proxy: ProxyNumber, tenant: TenantSlot) {
+  constructor(rec: SessionRecord, proxy: ProxyNumber, tenant: TenantSlot, customerProxy: ProxyNumber = proxy) {
     this.id = rec.id
     this.proxy = proxy
+    this.customerProxy = customerProxy
     this.tenant = tenant
     this.agent = rec.agentPhone
     this.customer = rec.customerPhone
@@ -220,6 +224,7 @@ export class LiveSession implements LiveView {
       id: this.id,
       tenantId: this.tenant.routing.id,
       proxyNumber: this.proxy.number,
+      ...(this.customerProxy !== this.proxy ? { customerProxyNumber: this.customerProxy.number } : {}),
       state: STATES[f & 3]!,
       directionMode: MODES[(f >> 2) & 3]!,
       gracePeriodMinutes: this.grace,

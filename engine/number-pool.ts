@@ -24,6 +24,11 @@ export class ProxyNumber {
   readonly group: PoolGroup
   /** The tenant holding the number while live > 0, then the last holder (routing of strangers). */
   owner: TenantSlot | null = null
+  /**
+   * The tenant (id) the number is bound to (docs/dual-proxy.md): only that tenant's pinned creates
+   * use it; native allocation never does, and it is outside the pool's free list and counts.
+   */
+  bound: string | null = null
   /** Live sessions on the number. */
   live = 0
   /** When the last session left; -Infinity for a never-used number. */
@@ -71,6 +76,11 @@ export class RegionPool {
   }
 }
 
+/** A pool number as the store lists it (Engine.addNumbers). */
+export interface PoolEntry {
+  number: E164; region: string; provider: string; releasedAt?: number | null; lastTenantId?: string | null; boundTenantId?: string | null
+}
+
 export class NumberPool {
   readonly numbers = new Map<string, ProxyNumber>()
   readonly regions = new Map<string, RegionPool>()
@@ -108,8 +118,10 @@ export class NumberPool {
   /** A session starts using p. The first one takes the number off the free list for its tenant. */
   acquire(p: ProxyNumber, tenant: TenantSlot): void {
     if (p.live++ === 0) {
-      p.region.removeFree(p)
-      p.group.inUse++
+      if (p.bound === null) {
+        p.region.removeFree(p)
+        p.group.inUse++
+      }
       p.owner = tenant
       tenant.addProxy(p)
     }
@@ -118,11 +130,27 @@ export class NumberPool {
   /** A session stops using p at `at`; the last one sends the number into cooldown from then. */
   release(p: ProxyNumber, at: number): void {
     if (--p.live === 0) {
-      p.group.inUse--
       p.releasedAt = at
       p.owner?.removeProxy(p)
-      p.region.insertFree(p)
+      if (p.bound === null) {
+        p.group.inUse--
+        p.region.insertFree(p)
+      }
     }
+  }
+
+  /** Binds p to a tenant (or unbinds it: null): in or out of the free list and the counts. */
+  bind(p: ProxyNumber, tenantId: string | null): void {
+    if ((p.bound === null) === (tenantId === null)) {
+      p.bound = tenantId // unbound stays unbound; bound moves (the store refuses what must not)
+      return
+    }
+    const delta = tenantId === null ? 1 : -1
+    p.group.total += delta
+    if (p.live > 0) p.group.inUse += delta
+    else if (tenantId === null) p.region.insertFree(p)
+    else p.region.removeFree(p)
+    p.bound = tenantId
   }
 
   counts(now: number): Array<{ region: string; provider: string; total: number; available: number; inUse: number; cooldown: number }> {

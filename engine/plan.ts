@@ -25,6 +25,11 @@ export interface CreateInput {
    * down, or a party live on it: the overlap rule).
    */
   preferProxy?: E164 | null
+  /**
+   * A pinned create (docs/dual-proxy.md): no allocation, the agent on agentProxy and the customer
+   * on customerProxy; each must be bound to the tenant or held by it. Never from the native API.
+   */
+  pinned?: { agentProxy: E164; customerProxy: E164 }
 }
 
 /**
@@ -41,12 +46,13 @@ export type OkPlan = Extract<Plan, { ok: true }>
 const MINUTE = 60_000
 
 /** The record of a new session on `proxy` (contract 3.1: ACTIVE at once, expiresAt the hard timeout). */
-export function createdRecord(input: CreateInput, proxy: E164, now: number): SessionRecord {
+export function createdRecord(input: CreateInput, proxy: E164, now: number, customerProxy: E164 = proxy): SessionRecord {
   // Field by field: a record carries exactly its fields, whatever else the input object holds.
   return {
     id: input.id,
     tenantId: input.tenantId,
     proxyNumber: proxy,
+    ...(customerProxy !== proxy ? { customerProxyNumber: customerProxy } : {}),
     state: 'ACTIVE',
     directionMode: input.directionMode,
     gracePeriodMinutes: input.gracePeriodMinutes,

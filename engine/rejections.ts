@@ -10,6 +10,11 @@ export const REJECTIONS = [
   'invalid-target',
   'pool-exhausted',
   'tier-session-limit',
+  // Pinned creates only (docs/dual-proxy.md), never the native POST /v1/sessions: a party is
+  // already live on its pinned number (the overlap rule), or a pinned number is neither bound to
+  // the tenant nor held by it.
+  'proxy-in-use',
+  'proxy-unavailable',
 ] as const
 
 export type Rejection = (typeof REJECTIONS)[number]

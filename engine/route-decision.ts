@@ -16,7 +16,10 @@ export type RouteDecision =
     direction: CallDirection
     /** The other party's real number: dial it or forward to it. */
     to: E164
-    /** The proxy, shown to the called party. */
+    /**
+     * The called party's own proxy, shown to it: the number the caller dialled, except in a
+     * dual-proxy session (docs/dual-proxy.md), where each party sees the other from its own proxy.
+     */
     callerId: E164
     recording: boolean
     consent: ConsentPrompt
@@ -51,9 +54,9 @@ export function routeCall(pool: NumberPool, index: PartyIndex, proxy: string, ca
   const mode = (s.flags >> 2) & 3
   // contract 3.1: A_TO_B_ONLY lets only the agent call out, B_TO_A_ONLY only party B.
   if (index.isAgentAt(slot)) {
-    return mode === MODE_B_TO_A_ONLY ? notAllowed(s, 'A_TO_B') : connect(s, proxy, 'A_TO_B', s.customer)
+    return mode === MODE_B_TO_A_ONLY ? notAllowed(s, 'A_TO_B') : connect(s, s.customerProxy.number, 'A_TO_B', s.customer)
   }
-  return mode === MODE_A_TO_B_ONLY ? notAllowed(s, 'B_TO_A') : connect(s, proxy, 'B_TO_A', s.agent)
+  return mode === MODE_A_TO_B_ONLY ? notAllowed(s, 'B_TO_A') : connect(s, s.proxy.number, 'B_TO_A', s.agent)
 }
 
 function noSession(pool: NumberPool, proxy: string): RouteDecision {
@@ -62,8 +65,8 @@ function noSession(pool: NumberPool, proxy: string): RouteDecision {
   return { kind: 'no-session', proxy: p.number, tenant: p.owner === null ? null : p.owner.routing }
 }
 
-/** callerId is the proxy as given: equal to s.proxy.number, and already in cache. */
-function connect(s: LiveSession, proxy: string, direction: CallDirection, to: E164): RouteDecision {
+/** callerId: the target's proxy (the one the caller dialled unless the session is dual-proxy). */
+function connect(s: LiveSession, callerId: E164, direction: CallDirection, to: E164): RouteDecision {
   const routing = s.tenant.routing
   const custom = ((s.flags >> 4) & 3) === CONSENT_CUSTOM
   return {
@@ -72,7 +75,7 @@ function connect(s: LiveSession, proxy: string, direction: CallDirection, to: E1
     tenantId: routing.id,
     direction,
     to,
-    callerId: proxy as E164,
+    callerId,
     recording: (s.flags & RECORDING) !== 0,
     consent: consentOf(s.flags),
     consentAudioUrl: custom ? routing.recordingConsentAudioUrl : null,

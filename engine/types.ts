@@ -88,7 +88,13 @@ export interface TenantRouting {
 export interface SessionRecord {
   id: SessionId
   tenantId: TenantId
+  /** The agent's proxy: the number the agent dials, and the customer's traffic is presented from. */
   proxyNumber: E164
+  /**
+   * A dual-proxy session (docs/dual-proxy.md): the customer's proxy, when it differs from the
+   * agent's. Absent: the customer uses proxyNumber too (every session the native API creates).
+   */
+  customerProxyNumber?: E164
   state: SessionState
   directionMode: DirectionMode
   gracePeriodMinutes: number

@@ -180,7 +180,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const tenants = new TenantDirectory(db.pool, { upsert: t => engine.upsertTenant(t), announce: id => announceTenant(id) })
     await tenants.loadAll()
     const numbers = await loadNumbers(db.pool)
-    engine.addNumbers(numbers.map(n => ({ number: n.number as E164, region: n.region, provider: n.provider, releasedAt: n.releasedAt, lastTenantId: n.lastTenantId })))
+    engine.addNumbers(numbers.map(n => ({ number: n.number as E164, region: n.region, provider: n.provider, releasedAt: n.releasedAt, lastTenantId: n.lastTenantId, boundTenantId: n.boundTenantId })))
     const sessionsAt = performance.now()
     // One binary COPY, decoded and decrypted a batch at a time (sql/session-load.ts). Nothing
     // listens before the engine holds every live session: no request is answered, readiness

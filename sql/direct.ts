@@ -24,7 +24,7 @@ export const PREPARE = sql.fragment`/* prepared */`
 /** application_name of the embedded server's connections: statements stay unnamed there. */
 export const UNPREPARED_APPLICATION = 'maskline-embedded'
 /** Distinct marked texts named; past this a statement goes unnamed (a bug, not a workload). */
-const MAX_TEXTS = 256
+export const MAX_TEXTS = 256
 
 /** A statement as the `sql` tag builds it: slonik's placeholders and its values. */
 export interface Statement { readonly sql: string; readonly values: readonly unknown[] }
@@ -58,6 +58,11 @@ function nameOf(text: string): string | undefined {
 }
 
 const texts = new Map<string, string>()
+
+/** How many statement names and converted texts are cached (docs/memory-bounds.md). */
+export function statementCacheSizes(): { names: number; texts: number } {
+  return { names: names.size, texts: texts.size }
+}
 
 /** slonik's `$slonik_N` placeholders as Postgres's `$N` (cached: the hot texts repeat). */
 function textOf(q: Statement): string {

@@ -78,16 +78,30 @@ export interface NumberRow {
   lastTenantId: string | null
   /** Epoch ms of the last release (cooldown start); null while held or never used. */
   releasedAt: number | null
+  /** The tenant the number is bound to (docs/dual-proxy.md); null: the native pool's. */
+  boundTenantId: string | null
 }
 
 export async function loadNumbers(db: Db): Promise<NumberRow[]> {
   return guard(async () => {
     const rows = (await db.any(sql.unsafe`
-      SELECT number, region, provider, tenant_id, last_tenant_id, released_at FROM proxy_numbers ORDER BY number`)) as readonly {
+      SELECT number, region, provider, tenant_id, last_tenant_id, released_at, bound_tenant_id FROM proxy_numbers ORDER BY number`)) as readonly {
       number: string; region: string; provider: string; tenant_id: string | null; last_tenant_id: string | null; released_at: number | null
+      bound_tenant_id: string | null
     }[]
     return rows.map(r => ({
       number: r.number, region: r.region, provider: r.provider, tenantId: r.tenant_id, lastTenantId: r.last_tenant_id, releasedAt: r.released_at,
+      boundTenantId: r.bound_tenant_id,
     }))
+  })
+}
+
+/** The bindings of these numbers (docs/dual-proxy.md), for a node that may not have heard of one. */
+export async function loadNumberBindings(db: Db, numbers: readonly string[]): Promise<Array<{ number: string; boundTenantId: string | null }>> {
+  return guard(async () => {
+    const rows = (await db.any(sql.unsafe`
+      SELECT number, bound_tenant_id FROM proxy_numbers WHERE number = ANY(${sql.array([...numbers], 'text')})`)) as readonly
+      { number: string; bound_tenant_id: string | null }[]
+    return rows.map(r => ({ number: r.number, boundTenantId: r.bound_tenant_id }))
   })
 }

@@ -30,13 +30,14 @@ const P = (name: CreateParam) => `\u0001${name}`
 
 /**
  * Refusals write nothing, with no transaction to roll back. Read-only gates come first: `clash`
- * (a participant already on this proxy), `hold` (the proxy is free or this tenant's, contract D4)
+ * (a participant already on this proxy), `hold` (the proxy is free or this tenant's, contract D4,
+ * and bound to no tenant: docs/dual-proxy.md)
  * and `period` (the month's billing period is open), as of the statement's snapshot. They gate q
  * (the quota, contract 8.2, across nodes: the tenant row's update, re-checked on its newest version),
  * q gates p (the proxy hold), p gives s its proxy number, s gates the participants, and those the
  * outbox and the usage. What a concurrent transaction committed after the snapshot is still
  * refused by the database, by undoing the whole statement with an error: a proxy another tenant
- * took leaves p empty and s's proxy_number NULL (23502, NOT NULL), and a participant another
+ * took (or bound) leaves p empty and s's proxy_number NULL (23502, NOT NULL), and a participant another
  * create inserted fails the INSERT into session_participants on its primary key (23505, no ON
  * CONFLICT on purpose). Contract 3.1 and the hold stay decided by the database.
  * Lock order: the tenant row (q), then the proxy row (p waits for q: EXISTS over q gates it), then
@@ -51,7 +52,7 @@ export const CREATE = compile(sql.unsafe`${PREPARE}
     WHERE proxy_number = ${P('proxy')}::text AND party_hash IN (${P('agentHash')}::text, ${P('customerHash')}::text) LIMIT 1),
   hold AS (
     SELECT 1 FROM proxy_numbers
-    WHERE number = ${P('proxy')}::text AND (tenant_id IS NULL OR tenant_id = ${P('tenant')}::uuid)),
+    WHERE number = ${P('proxy')}::text AND bound_tenant_id IS NULL AND (tenant_id IS NULL OR tenant_id = ${P('tenant')}::uuid)),
   period AS (
     SELECT id FROM billing_periods WHERE tenant_id = ${P('tenant')}::uuid AND period_start = ${P('periodStart')}::timestamptz),
   q AS (
@@ -62,7 +63,8 @@ export const CREATE = compile(sql.unsafe`${PREPARE}
   p AS (
     UPDATE proxy_numbers
     SET tenant_id = ${P('tenant')}::uuid, last_tenant_id = ${P('tenant')}::uuid, live_sessions = live_sessions + 1, released_at = NULL
-    WHERE number = ${P('proxy')}::text AND (tenant_id IS NULL OR tenant_id = ${P('tenant')}::uuid) AND EXISTS (SELECT 1 FROM q)
+    WHERE number = ${P('proxy')}::text AND bound_tenant_id IS NULL AND (tenant_id IS NULL OR tenant_id = ${P('tenant')}::uuid)
+      AND EXISTS (SELECT 1 FROM q)
     RETURNING number),
   s AS (
     INSERT INTO sessions (id, tenant_id, proxy_number, state, direction_mode, metadata, grace_period_minutes,
@@ -110,7 +112,7 @@ export const CREATE = compile(sql.unsafe`${PREPARE}
     ELSE 'tier-session-limit' END AS outcome`)
 
 /** Named per connection on real Postgres (parsed and planned once); never on the embedded one. */
-export const CREATE_NAME = 'ml_create_session_v2'
+export const CREATE_NAME = 'ml_create_session_v3'
 
 interface Compiled {
   /** For slonik (a caller's connection, or the keyed path): the token, values set per create. */

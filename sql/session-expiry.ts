@@ -11,9 +11,10 @@ import { lastActivity } from './session-update.js'
 
 /**
  * The bookkeeping of sessions that just left the live states. `goneCtes` defines a CTE `gone`
- * producing (id, tenant_id, proxy_number): their participant rows go (the parties are unwired),
- * the tenants' and proxies' live counters drop, and a proxy whose count reaches 0 is released (no
- * tenant, cooldown starts). Counters never go below 0, so a drift cannot block expiry.
+ * producing (id, tenant_id, proxy_number, customer_proxy_number): their participant rows go (the
+ * parties are unwired), the tenants' and proxies' live counters drop (both numbers of a dual-proxy
+ * session, docs/dual-proxy.md), and a proxy whose count reaches 0 is released (no tenant, cooldown
+ * starts). Counters never go below 0, so a drift cannot block expiry.
  *
  * Lock order (issue 18: creates and expiry sweeps deadlocked): every statement that moves these
  * counters locks the tenant rows first (by id), then the proxy rows (by number), then touches the
@@ -32,19 +33,24 @@ import { lastActivity } from './session-update.js'
  *    hidden it by share-locking the tenant row earlier in the transaction.
  * Callers lock the session rows before this (their own order, by id).
  */
+/** The numbers the gone sessions held, one row per session and number. */
+const HELD = sql.fragment`held AS (
+  SELECT proxy_number AS number FROM gone
+  UNION ALL SELECT customer_proxy_number FROM gone WHERE customer_proxy_number IS NOT NULL)`
+
 export async function releaseSessions(tx: Queries, goneCtes: FragmentSqlToken) {
   await tx.query(sql.unsafe`
-    WITH ${goneCtes},
+    WITH ${goneCtes}, ${HELD},
     lock_t AS (
       SELECT count(*) AS n FROM (
         SELECT 1 FROM tenants WHERE id IN (SELECT tenant_id FROM gone) ORDER BY id FOR NO KEY UPDATE) l),
     lock_p AS (
       SELECT count(*) AS n FROM (
-        SELECT 1 FROM proxy_numbers WHERE number IN (SELECT proxy_number FROM gone) AND (SELECT n FROM lock_t) >= 0
+        SELECT 1 FROM proxy_numbers WHERE number IN (SELECT number FROM held) AND (SELECT n FROM lock_t) >= 0
         ORDER BY number FOR NO KEY UPDATE) l)
     SELECT n FROM lock_p`)
   return tx.any(sql.unsafe`
-    WITH ${goneCtes},
+    WITH ${goneCtes}, ${HELD},
     del AS (
       DELETE FROM session_participants sp USING gone
       WHERE sp.session_id = gone.id RETURNING 1),
@@ -57,8 +63,8 @@ export async function releaseSessions(tx: Queries, goneCtes: FragmentSqlToken) {
         live_sessions = GREATEST(pn.live_sessions - c.n, 0),
         tenant_id = CASE WHEN pn.live_sessions - c.n <= 0 THEN NULL ELSE pn.tenant_id END,
         released_at = CASE WHEN pn.live_sessions - c.n <= 0 THEN now() ELSE pn.released_at END
-      FROM (SELECT proxy_number, count(*)::int AS n FROM gone GROUP BY proxy_number) c
-      WHERE pn.number = c.proxy_number RETURNING 1)
+      FROM (SELECT number, count(*)::int AS n FROM held GROUP BY number) c
+      WHERE pn.number = c.number RETURNING 1)
     SELECT id FROM gone`)
 }
 
@@ -91,12 +97,14 @@ export async function expireSessions(db: Db, recs: readonly SessionRecord[], env
         FROM cand JOIN jsonb_to_recordset(${sql.jsonb(rows as unknown as SerializableValue)}) AS v(id uuid, expired_at timestamptz)
           ON v.id = cand.id
         WHERE s.id = cand.id
-        RETURNING s.id, s.tenant_id, s.proxy_number`)) as readonly { id: string; tenant_id: string; proxy_number: string }[]
+        RETURNING s.id, s.tenant_id, s.proxy_number, s.customer_proxy_number`)) as readonly
+        { id: string; tenant_id: string; proxy_number: string; customer_proxy_number: string | null }[]
       if (gone.length === 0) return []
       await releaseSessions(tx, sql.fragment`
         gone AS (
           SELECT * FROM unnest(${sql.array(gone.map(g => g.id), 'uuid')}, ${sql.array(gone.map(g => g.tenant_id), 'uuid')},
-                               ${sql.array(gone.map(g => g.proxy_number), 'text')}) AS g(id, tenant_id, proxy_number))`)
+                               ${sql.array(gone.map(g => g.proxy_number), 'text')}, ${sql.array(gone.map(g => g.customer_proxy_number), 'text')})
+            AS g(id, tenant_id, proxy_number, customer_proxy_number))`)
       const envelopes = gone.flatMap(d => envelopesFor(byId.get(d.id)!))
       await insertOutbox(tx, envelopes)
       return gone.map(d => d.id)

@@ -19,14 +19,14 @@ export interface SessionCipher {
 const RECORD_COLUMNS = sql.fragment`
   id, tenant_id, proxy_number, state, direction_mode, grace_period_minutes, max_duration_minutes, recording_enabled,
   consent_prompt, agent_phone_enc, customer_phone_enc, created_at, activated_at, expires_at, ended_at, expired_at, version,
-  channels, inactivity_timeout_minutes`
+  channels, inactivity_timeout_minutes, customer_proxy_number`
 
 interface RecordRow {
   id: string; tenant_id: string; proxy_number: string; state: SessionRecord['state']; direction_mode: SessionRecord['directionMode']
   grace_period_minutes: number; max_duration_minutes: number; recording_enabled: boolean; consent_prompt: SessionRecord['consentPrompt']
   agent_phone_enc: Buffer; customer_phone_enc: Buffer; created_at: number; activated_at: number; expires_at: number
   ended_at: number | null; expired_at: number | null; version: number
-  channels: number; inactivity_timeout_minutes: number | null
+  channels: number; inactivity_timeout_minutes: number | null; customer_proxy_number: string | null
 }
 
 function toRecord(r: RecordRow, cipher: SessionCipher): SessionRecord {
@@ -34,6 +34,7 @@ function toRecord(r: RecordRow, cipher: SessionCipher): SessionRecord {
     id: r.id as SessionId,
     tenantId: r.tenant_id as TenantId,
     proxyNumber: r.proxy_number as E164,
+    ...(r.customer_proxy_number !== null ? { customerProxyNumber: r.customer_proxy_number as E164 } : {}),
     state: r.state,
     directionMode: r.direction_mode,
     gracePeriodMinutes: r.grace_period_minutes,
@@ -111,7 +112,8 @@ const CALLS_JOIN = callsJoin(sql.fragment`s`).sql
 export const liveSelect = (fromPage: number, toPage: number | null) => `
   SELECT id::text, tenant_id::text, proxy_number, state, direction_mode, grace_period_minutes, max_duration_minutes,
          recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc, created_at, activated_at, expires_at,
-         ended_at, expired_at, version, metadata::text, calls.call_count, calls.last_call_at, channels, inactivity_timeout_minutes
+         ended_at, expired_at, version, metadata::text, calls.call_count, calls.last_call_at, channels, inactivity_timeout_minutes,
+         customer_proxy_number
   FROM (SELECT * FROM sessions WHERE ctid >= '(${fromPage},0)'::tid${toPage === null ? '' : ` AND ctid < '(${toPage},0)'::tid`} OFFSET 0) s
   ${CALLS_JOIN}
   WHERE s.state IN ('PENDING','ACTIVE','GRACE_PERIOD')`
@@ -123,7 +125,7 @@ const liveCopy = (fromPage: number, toPage: number | null) => `COPY (${liveSelec
  * before the first byte was read.
  */
 const CHUNK_PAGES = 4_096
-const FIELDS = 22
+const FIELDS = 23
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
 const HEADER_BYTES = SIGNATURE.length + 8 // then flags (int32) and the extension's length (int32)
 /** 2000-01-01T00:00:00Z, the zero of binary timestamps. */
@@ -366,6 +368,8 @@ class LiveDecoder {
     const channels = int(b, at[20]!, len[20]!)
     if (channels !== ALL_CHANNELS) rec.channels = channels
     if (at[21]! >= 0) rec.inactivityTimeoutMinutes = int(b, at[21]!, len[21]!)
+    // docs/dual-proxy.md: the customer's own proxy, NULL (absent) for native sessions.
+    if (at[22]! >= 0) rec.customerProxyNumber = (b as unknown as Slicing).utf8Slice(at[22]!, at[22]! + len[22]!) as E164
     this.#recs.push(rec)
     const m = at[17]!
     this.#extras.push({

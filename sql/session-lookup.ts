@@ -20,7 +20,8 @@ export async function findStickyProxy(db: Db, q: { tenantId: string; agentHash: 
 export async function findLiveByPartyHash(db: Db, tenantId: string, hash: string): Promise<{ id: string; proxyNumber: string; metadata: Record<string, unknown> } | null> {
   return guard(async () => {
     const row = (await db.maybeOne(sql.unsafe`
-      SELECT id, proxy_number, metadata FROM sessions
+      SELECT id, CASE WHEN agent_hash = ${hash} THEN proxy_number ELSE COALESCE(customer_proxy_number, proxy_number) END AS proxy_number, metadata
+      FROM sessions -- the party's own proxy (docs/dual-proxy.md)
       WHERE tenant_id = ${tenantId} AND (agent_hash = ${hash} OR customer_hash = ${hash})
         AND state IN ${LIVE} AND state <> 'PENDING'
       ORDER BY created_at DESC, id DESC

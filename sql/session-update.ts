@@ -61,7 +61,7 @@ export async function updateSession(db: Db, a: UpdateSessionArgs): Promise<'ok' 
         VALUES (${uuidv7()}, ${row.tenant_id}, ${a.audit.action}, ${prev.id}, ${sql.jsonb(a.audit.data as SerializableValue)}, now())`)
     }
     await insertOutbox(tx, a.events, prev.id)
-    await releaseSessions(tx, sql.fragment`gone AS (SELECT id, tenant_id, proxy_number FROM sessions WHERE id = ${prev.id})`)
+    await releaseSessions(tx, sql.fragment`gone AS (SELECT id, tenant_id, proxy_number, customer_proxy_number FROM sessions WHERE id = ${prev.id})`)
     return 'ok'
   }
   // Given a pool, on the plain `pg` path with its statements named (sql/direct.ts): an end is five
@@ -99,7 +99,7 @@ function changeStatement(a: UpdateSessionArgs) {
   const gate = claim ? sql.fragment`AND EXISTS (SELECT FROM ins)` : sql.fragment``
   return sql.unsafe`${PREPARE}
     WITH cur AS MATERIALIZED (
-      SELECT id, proxy_number FROM sessions
+      SELECT id, COALESCE(customer_proxy_number, proxy_number) AS proxy_number FROM sessions -- the customer's (docs/dual-proxy.md)
       WHERE id = ${prev.id} AND version = ${prev.version}
       FOR NO KEY UPDATE),
     ${claim ? sql.fragment`

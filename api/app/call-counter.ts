@@ -28,6 +28,8 @@ export interface CallCounter {
   committed(events: readonly EventEnvelope[]): void
   /** An event another node committed. */
   remote(event: EventEnvelope): void
+  /** Routed calls whose record has not settled yet (docs/memory-bounds.md). */
+  readonly pending: number
 }
 
 export function createCallCounter(engine: Engine): CallCounter {
@@ -59,5 +61,6 @@ export function createCallCounter(engine: Engine): CallCounter {
       }
     },
     remote,
+    get pending() { return pending.size },
   }
 }

@@ -16,6 +16,7 @@ import { channelNames } from '../../sql/sessions.js'
 import { getLiveSessionStates } from '../../sql/session-load.js'
 import type { TenantDirectory } from './tenant-directory.js'
 import { isoTime as iso } from '../../sql/vocabulary/iso-time.js'
+import { bindTenantNumber, createPinned, unbindTenantNumber, type PinnedCreateInput } from './pinned-create.js'
 
 export interface RunnerDeps {
   db: DatabasePool
@@ -241,7 +242,12 @@ export function createSessionRunner(d: RunnerDeps) {
    */
   async function verify(tenantId: string, userPhone: string) {
     const live = d.engine.findByParty(tenantId, userPhone)?.snapshot()
-    if (live) return { sessionId: live.record.id, proxyNumber: live.record.proxyNumber, metadata: JSON.parse(live.metadataJson) as Record<string, unknown> }
+    if (live) {
+      const r = live.record
+      // The number this party dials: its own proxy (the customer's differs in a dual-proxy session, docs/dual-proxy.md).
+      const proxyNumber = r.customerPhone === userPhone ? r.customerProxyNumber ?? r.proxyNumber : r.proxyNumber
+      return { sessionId: r.id, proxyNumber, metadata: JSON.parse(live.metadataJson) as Record<string, unknown> }
+    }
     if (!d.otherNodes) return null
     const tenant = await d.tenants.get(tenantId)
     if (!tenant) throw new ApiProblem('unauthorized')
@@ -350,6 +356,10 @@ export function createSessionRunner(d: RunnerDeps) {
 
   return {
     create,
+    /** docs/dual-proxy.md: a session on the numbers given (api/app/pinned-create.ts). */
+    createPinned: (tenantId: string, body: PinnedCreateInput) => createPinned(d, tenantId, body),
+    bindNumber: (tenantId: string, number: string) => bindTenantNumber(d, tenantId, number),
+    unbindNumber: (tenantId: string, number: string) => unbindTenantNumber(d, tenantId, number),
     get: read,
     verify,
     end: (tenantId: string, id: string) => apply(tenantId, id, { type: 'end' }),

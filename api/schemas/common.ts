@@ -3,7 +3,7 @@
 import { Type, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox'
 
 /** contract D2: E.164 syntax only, no spaces or punctuation. */
-const E164_PATTERN = '^\\+[1-9]\\d{6,14}$'
+export const E164_PATTERN = '^\\+[1-9]\\d{6,14}$'
 export const E164 = Type.String({ pattern: E164_PATTERN, description: 'E.164 phone number', examples: ['+12025550123'] })
 
 export const Uuid = Type.String({ format: 'uuid' })

@@ -23,7 +23,8 @@ const REQUESTS_PER_TENANT = Math.floor(TIER_LIMITS.ENTERPRISE.requestsPerMinute 
  * Expected REST rate ceiling used to size tenants and API keys, requests per second. Above what
  * the service answers, or the tenants' rate limits (contract 8.1) refuse part of a run: at 25,000, a
  * run without --profile read 40,000 sessions/s, 19 % of them answered 429, and the full tenant
- * windows then refused every create and target swap of the steps after it (eighth session).
+ * windows then refused every create and target swap of the steps after it (bench/RESULTS.md,
+ * "What moved the figures", d8843bd).
  */
 const REST_RPS_CEILING = 80_000
 /** Token exchanges one API key may make per minute (contract 8.4) is 10; keep a margin. */
@@ -119,7 +120,8 @@ export async function loadPopulation(pool: DatabasePool, p: Population, phoneKey
     // This month's billing period of every tenant, as a service whose tenants have been at work
     // finds them (the first usage of a month opens it: sql/billing.ts). Opened by the measured
     // steps instead, the periods would be the warm-up's work and, written after the population's
-    // ANALYZE, planned as an empty table (a sequential scan per session create: bench/RESULTS.md).
+    // ANALYZE, planned as an empty table (a sequential scan per session create: bench/RESULTS.md,
+    // "What moved the figures", 6751e90).
     await openPeriods(tx, ids.map(tenantId => ({ tenantId, at: Date.now() })))
   })
   const tenantsMs = Date.now() - t0

@@ -26,10 +26,12 @@ export function canonicalIp(text: string): string | null {
 export interface ClientIpResolver {
   /** The client address of a request from `peer` (the socket's address as uWS spells it). */
   (peer: string, forwardedFor: string | undefined): string
+  /** Peers whose spelling is cached (docs/memory-bounds.md: at most PEER_CACHE_MAX). */
+  readonly cachedPeers: number
 }
 
 /** Peers whose canonical spelling was looked up, kept up to this many. */
-const PEER_CACHE_MAX = 1024
+export const PEER_CACHE_MAX = 1024
 
 /**
  * Without trusted proxies the peer address is the client, whatever the headers say. With them,
@@ -43,7 +45,7 @@ export function clientIpResolver(trustedProxies: readonly string[] | undefined):
     if (!c) throw new Error(`not an IP address: ${p}`)
     trusted.add(c)
   }
-  if (trusted.size === 0) return peer => peer
+  if (trusted.size === 0) return Object.assign((peer: string) => peer, { cachedPeers: 0 })
   const peers = new Map<string, boolean>()
   const isTrusted = (peer: string): boolean => {
     let known = peers.get(peer)
@@ -53,7 +55,7 @@ export function clientIpResolver(trustedProxies: readonly string[] | undefined):
     }
     return known
   }
-  return (peer, forwardedFor) => {
+  const resolve = (peer: string, forwardedFor: string | undefined): string => {
     if (!forwardedFor || !isTrusted(peer)) return peer
     let end = forwardedFor.length
     while (end > 0) {
@@ -66,4 +68,5 @@ export function clientIpResolver(trustedProxies: readonly string[] | undefined):
     }
     return peer
   }
+  return Object.defineProperty(resolve, 'cachedPeers', { get: () => peers.size }) as ClientIpResolver
 }

@@ -29,8 +29,6 @@ export interface Settler {
   add(e: EventEnvelope): void
   /** Events held now (tests, metrics). */
   readonly held: number
-  /** Releases everything held at once, in id order (shutdown). */
-  flush(): void
 }
 
 export interface SettlerDeps {
@@ -63,6 +61,7 @@ export function createSettler(d: SettlerDeps): Settler {
     if (timer) clearTimeout(timer)
     timerAt = head.dueAt
     timer = setTimeout(() => { timer = null; timerAt = Infinity; releaseDue(); arm() }, Math.max(0, head.dueAt - performance.now()) + 1)
+    timer.unref() // never what keeps a stopping process alive
   }
 
   return {
@@ -85,11 +84,5 @@ export function createSettler(d: SettlerDeps): Settler {
       arm()
     },
     get held() { return queue.length },
-    flush() {
-      if (timer) clearTimeout(timer)
-      timer = null
-      timerAt = Infinity
-      for (const h of queue.splice(0)) d.release(h.e, false)
-    },
   }
 }

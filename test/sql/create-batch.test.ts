@@ -88,11 +88,16 @@ t.test('a batch that cannot be written whole writes nothing', async t => {
   const keyed = (n: number, key: string) => createArgs(a, record(a, { proxy: proxy(2), agent: party(300 + n), customer: party(400 + n) }), 100,
     { idempotency: { key, requestHash: `h${n}`, status: 201, response: { n } } })
   t.equal(await createSession(db.pool, keyed(0, 'used')), 'ok')
+  // docs/dual-proxy.md: a bound number is for its tenant's pinned creates only, never a native create's.
+  await db.pool.query(sql.unsafe`UPDATE proxy_numbers SET bound_tenant_id = ${a.id} WHERE number = ${proxy(7)}`)
+  const onBound = createArgs(a, record(a, { proxy: proxy(7), agent: party(7), customer: party(8) }))
+  t.equal(await createSession(db.pool, onBound), 'proxy-conflict', 'a create alone on a bound number')
 
   const cases: Record<string, CreateSessionArgs[]> = {
     'a participant already on its proxy': [fine(1), createArgs(a, record(a, { proxy: proxy(0), agent: party(1), customer: party(9) }))],
     'two creates of one party on one proxy': [fine(1), createArgs(a, record(a, { proxy: proxy(1), agent: party(101), customer: party(9) }))],
     'a proxy another tenant holds': [fine(1), createArgs(a, record(a, { proxy: proxy(5), agent: party(7), customer: party(8) }))],
+    'a bound proxy': [fine(1), onBound],
     "the tenant's quota": [fine(1, 2), fine(2, 2)],
     'an Idempotency-Key used in the last 24 h': [fine(1), keyed(1, 'used')],
     'one Idempotency-Key twice': [keyed(2, 'twice'), keyed(3, 'twice')],

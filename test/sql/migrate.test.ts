@@ -26,6 +26,7 @@ const SHIPPED = [
   '014_unread_session_indexes.sql',
   '015_create_batch.sql',
   '016_records_without_session_probe.sql',
+  '017_dual_proxy.sql',
   '018_twilio_proxy.sql',
 ]
 

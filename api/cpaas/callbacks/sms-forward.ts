@@ -33,7 +33,8 @@ export async function forwardOnce({ d }: CallbackContext, dec: Extract<RouteDeci
   const smsId = claim.id
   let outcome: { forwardId: string | null; status: SmsStatus; at: number; code?: string }
   try {
-    const sent = await d.provider.sendSms({ from: proxy, to: dec.to, text, webhookUrl: d.publicBaseUrl() + SMS_PATH })
+    // From the recipient's own proxy: the one texted, unless the session is dual-proxy (docs/dual-proxy.md).
+    const sent = await d.provider.sendSms({ from: dec.callerId, to: dec.to, text, webhookUrl: d.publicBaseUrl() + SMS_PATH })
     outcome = { forwardId: sent.providerMessageId, status: d.sandbox ? 'DELIVERED' : 'SENT', at: d.now() }
   } catch (err) {
     const e = toProviderError(err)

@@ -53,10 +53,12 @@ export function createSmsCompliance(d: SmsComplianceDeps) {
         const h = hashOf(tenantId, m.from)
         return h !== null && set.has(tenantId, m.proxy, h)
       },
+      // The recipient gets the message from its own proxy (c.callerId: the one the sender texted
+      // unless the session is dual-proxy, docs/dual-proxy.md), the one it would have opted out of.
       recipient: c => {
-        if (!set.any(c.tenantId, m.proxy)) return false
+        if (!set.any(c.tenantId, c.callerId)) return false
         const h = hashOf(c.tenantId, c.to)
-        return h !== null && set.has(c.tenantId, m.proxy, h)
+        return h !== null && set.has(c.tenantId, c.callerId, h)
       },
     })
   }

@@ -1,0 +1,75 @@
+// A pinned create (docs/dual-proxy.md): the session's numbers are named by the caller, the agent
+// on proxyNumber and the customer on customerProxyNumber (the same number: a native session). Not
+// the native create's hot statement: a short transaction taking the locks in the order every
+// writer of these counters keeps (the tenant row, then the proxy rows by number, then the
+// participant keys: sql/session-expiry.ts releaseSessions), so it cannot deadlock with creates,
+// ends or expiry sweeps of any node.
+import { sql, type SerializableValue } from 'slonik'
+import type { CreateSessionArgs } from './session-create.js'
+import { ALL_CHANNELS } from '../engine/types.js'
+import { numberRentalKey, recordUsage } from './billing.js'
+import { guard, withRetry } from './errors.js'
+import { insertOutbox } from './outbox.js'
+import { rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
+
+/** What a native create writes, less its Idempotency-Key and known price. */
+export type PinnedCreateArgs = Pick<CreateSessionArgs, 'rec' | 'metadata' | 'agentHash' | 'customerHash' | 'agentEnc' | 'customerEnc' | 'quota' | 'events'>
+
+/**
+ * 'proxy-unavailable': a number is neither bound to the tenant nor held by it (or held by another);
+ * 'proxy-in-use': a party is already live on its number (session_participants' primary key,
+ * which also settles two creates racing for one (proxy, party): the second waits for the first
+ * and finds its row). Every refusal writes nothing.
+ */
+export type PinnedCreateResult = 'ok' | 'tier-session-limit' | 'proxy-unavailable' | 'proxy-in-use'
+
+export async function createPinnedSession(db: Db, a: PinnedCreateArgs): Promise<PinnedCreateResult> {
+  const { rec } = a
+  const agentProxy = rec.proxyNumber
+  const customerProxy = rec.customerProxyNumber ?? rec.proxyNumber
+  const numbers = [...new Set<string>([agentProxy, customerProxy])].sort()
+  return guard(() => withRetry(() => transact<PinnedCreateResult>(db, async tx => {
+    const quota = await tx.maybeOneFirst(sql.unsafe`
+      UPDATE tenants SET live_sessions = live_sessions + 1 WHERE id = ${rec.tenantId} AND live_sessions < ${a.quota} RETURNING 1`)
+    if (quota === null) return rollback('tier-session-limit')
+    // Bound to the tenant (and not held by another), or held by the tenant's live sessions and
+    // bound to nobody: checked on the rows locked, so a concurrent bind or release is seen.
+    const usable = await tx.oneFirst(sql.unsafe`
+      SELECT count(*)::int FROM (
+        SELECT number, bound_tenant_id, tenant_id, live_sessions FROM proxy_numbers
+        WHERE number = ANY(${sql.array(numbers, 'text')}) ORDER BY number FOR NO KEY UPDATE) p
+      WHERE (p.bound_tenant_id = ${rec.tenantId} AND (p.tenant_id IS NULL OR p.tenant_id = ${rec.tenantId}))
+         OR (p.bound_tenant_id IS NULL AND p.tenant_id = ${rec.tenantId} AND p.live_sessions > 0)`)
+    if (usable !== numbers.length) return rollback('proxy-unavailable')
+    await tx.query(sql.unsafe`
+      UPDATE proxy_numbers SET tenant_id = ${rec.tenantId}, last_tenant_id = ${rec.tenantId}, live_sessions = live_sessions + 1, released_at = NULL
+      WHERE number = ANY(${sql.array(numbers, 'text')})`)
+    await tx.query(sql.unsafe`
+      INSERT INTO sessions (id, tenant_id, proxy_number, customer_proxy_number, state, direction_mode, metadata, grace_period_minutes,
+                            max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
+                            agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version,
+                            channels, inactivity_timeout_minutes)
+      VALUES (${rec.id}, ${rec.tenantId}, ${agentProxy}, ${rec.customerProxyNumber ?? null}, ${rec.state}, ${rec.directionMode},
+              ${sql.jsonb(a.metadata as SerializableValue)}, ${rec.gracePeriodMinutes}, ${rec.maxDurationMinutes}, ${rec.recordingEnabled},
+              ${rec.consentPrompt}, ${sql.binary(a.agentEnc)}, ${sql.binary(a.customerEnc)}, ${a.agentHash}, ${a.customerHash},
+              ${ts(rec.expiresAt)}, ${ts(rec.createdAt)}, ${ts(rec.activatedAt)}, ${tsOrNull(rec.endedAt)}, ${tsOrNull(rec.expiredAt)},
+              ${rec.version}, ${rec.channels ?? ALL_CHANNELS}, ${rec.inactivityTimeoutMinutes ?? null})`)
+    const parts = await tx.oneFirst(sql.unsafe`
+      WITH ins AS (
+        INSERT INTO session_participants (proxy_number, party_hash, session_id)
+        VALUES (${agentProxy}, ${a.agentHash}, ${rec.id}), (${customerProxy}, ${a.customerHash}, ${rec.id})
+        ON CONFLICT DO NOTHING RETURNING 1)
+      SELECT count(*)::int FROM ins`)
+    if (parts !== 2) return rollback('proxy-in-use')
+    await insertOutbox(tx, a.events, rec.id)
+    // As a native create: session_created, and the day's number_rental of each number it holds.
+    await recordUsage(tx, [
+      { tenantId: rec.tenantId, metric: 'session_created', quantity: 1, at: rec.createdAt, sessionId: rec.id },
+      ...numbers.map(n => ({
+        tenantId: rec.tenantId, metric: 'number_rental' as const, quantity: 1, at: rec.createdAt,
+        dedupeKey: numberRentalKey(rec.tenantId, n, rec.createdAt), metadata: { proxyNumber: n },
+      })),
+    ])
+    return 'ok'
+  })))
+}
