@@ -32,7 +32,7 @@ import { consoleRoutes } from '../api/routes/console.js'
 import { twilioProxyRoutes } from '../api/twilio-proxy/router.js'
 import { twilioCredentialRoutes } from '../api/twilio-proxy/credentials-route.js'
 import { createProxyAuthenticator } from '../api/twilio-proxy/auth.js'
-import { unpinnedSessions } from '../api/twilio-proxy/native.js'
+import { enginePinnedSessions } from '../api/twilio-proxy/native.js'
 import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
@@ -369,7 +369,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     // REST API under /proxy (not in the OpenAPI document: Twilio's own describes it).
     const proxyAuth = createProxyAuthenticator(now)
     const facade = {
-      auth: proxyAuth, native: unpinnedSessions, configuredBaseUrl: () => cfg.publicBaseUrl,
+      auth: proxyAuth, native: enginePinnedSessions({ ...services.sessions, expireDue: () => runner.expireDue() }), configuredBaseUrl: () => cfg.publicBaseUrl,
       sendSms: async (from: string, to: string, text: string) => (await provider.sendSms({ from, to, text })).providerMessageId,
     }
     const routes = [
