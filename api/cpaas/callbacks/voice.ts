@@ -1,11 +1,10 @@
-// POST /v1/webhooks/cpaas/voice, the voice fetch (contract 4.10): routes in the engine and answers
-// TeXML from memory; its call record is queued behind the answer (sql/record-writer.ts:
+// POST /v1/webhooks/{cpaas,twilio}/voice, the voice fetch (contract 4.10): routes in the engine and
+// answers in the provider's dialect (TeXML or TwiML) from memory; its call record is queued behind the answer (sql/record-writer.ts:
 // journaled, group-committed, retried through Postgres outages).
 import type { LiveView } from '../../../engine/index.js'
 import type { ApiReply, ApiRequest } from '../../route.js'
 import { uuidv7 } from '../../../sql/vocabulary/ids.js'
 import { CALL_START } from '../../../sql/records.js'
-import { decisionTexml } from '../telnyx/texml.js'
 import { BAD_VOICE, callRow, matched, OUTCOME, XML, type CallbackContext, type Matched } from './context.js'
 
 /** The fetch's record; its call.incoming (and call.failed) are made from it when it is applied. */
@@ -20,7 +19,7 @@ function recordCallStart(ctx: CallbackContext, dec: Matched, caller: string, pro
 }
 
 export function voice(ctx: CallbackContext, req: ApiRequest): ApiReply {
-  const { d, calls } = ctx
+  const { d, calls, dialect } = ctx
   const f = req.form
   const callSid = f?.['CallSid'], from = f?.['From'], to = f?.['To']
   if (!callSid || !from || !to) return BAD_VOICE
@@ -37,7 +36,7 @@ export function voice(ctx: CallbackContext, req: ApiRequest): ApiReply {
       d.callCounter.routed(live, id, now)
       setImmediate(() => recordCallStart(ctx, dec, from, to, id, callSid, now, live))
     }
-    if (dec.kind === 'connect') return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl(), callId }), contentType: XML }
+    if (dec.kind === 'connect') return { status: 200, body: dialect.answer(dec, { baseUrl: d.publicBaseUrl(), callId }), contentType: XML }
   }
-  return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl() }), contentType: XML }
+  return { status: 200, body: dialect.answer(dec, { baseUrl: d.publicBaseUrl() }), contentType: XML }
 }
