@@ -28,6 +28,11 @@ import { openapiRoute } from '../api/routes/openapi.js'
 import { callRoutes, sessionRoutes } from '../api/routes/sessions.js'
 import { webhookRoutes } from '../api/routes/webhooks.js'
 import { consoleRoutes } from '../api/routes/console.js'
+import { twilioProxyRoutes } from '../api/twilio-proxy/router.js'
+import { twilioCredentialRoutes } from '../api/twilio-proxy/credentials-route.js'
+import { createProxyAuthenticator } from '../api/twilio-proxy/auth.js'
+import { enginePinnedSessions } from '../api/twilio-proxy/native.js'
+import { expireDue as expireFacadeSessions } from '../api/twilio-proxy/lifecycle.js'
 import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
@@ -107,6 +112,7 @@ export interface RunningService {
 
 const RECORDS_WAIT_MS = 2_000
 const EXPIRY_SWEEP_MS = 250 // contract D4: expiry fires within 1 s of expiresAt
+const FACADE_SWEEP_MS = 1_000
 const DAY_MS = 86_400_000
 const TENANT_RESYNC_MS = 30_000
 const ANNOUNCE_WAIT_MS = 250
@@ -342,17 +348,34 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       void reconciler.sweep() // what was committed between the boot load and the bus reader's start
     }
 
+    // The Twilio Proxy v1 façade (docs/twilio-proxy.md): its credentials on the maskline API, its
+    // REST API under /proxy (not in the OpenAPI document: Twilio's own describes it).
+    const proxyAuth = createProxyAuthenticator(now)
+    const facade = {
+      auth: proxyAuth, native: enginePinnedSessions({ ...services.sessions, expireDue: () => runner.expireDue() }), configuredBaseUrl: () => cfg.publicBaseUrl,
+      sendSms: async (from: string, to: string, text: string) => (await provider.sendSms({ from, to, text })).providerMessageId,
+    }
+    // Façade sessions expire by a sweep too (their native sessions carry no timers of their own).
+    let facadeSweeping = false
+    const facadeSweep = setInterval(() => {
+      if (facadeSweeping) return
+      facadeSweeping = true
+      void expireFacadeSessions(db.pool, facade.native, now())
+        .catch(() => log.warn({ code: 'twilio-proxy-sweep' }, 'recoverable error')).finally(() => { facadeSweeping = false })
+    }, FACADE_SWEEP_MS)
+    facadeSweep.unref()
+    closers.unshift(() => clearInterval(facadeSweep))
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
       ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...callbackRoutes,
-      ...analyticsRoutes, ...billingRoutes,
+      ...analyticsRoutes, ...billingRoutes, ...twilioCredentialRoutes(proxyAuth),
     ]
     routes.push(...consoleRoutes(routes)) // the operator console's API: the same handlers for user tokens (#15)
     // In the table it documents (built on first request), so the document lists itself.
     routes.push(openapiRoute(routes, { stream: true }))
     const http = createHttpApp({
       services,
-      routes,
+      routes: [...routes, ...twilioProxyRoutes(facade)],
       checkResponses: opts.checkResponses ?? false,
       verifyCallback: req => cpaas.verifyCallback(req),
       metrics: metrics.requests,

@@ -10,6 +10,7 @@ import { onStatus, startLive, stopLive } from './live.js'
 import { OverviewPage } from './overview.js'
 import { SessionsPage } from './sessions.js'
 import { WebhooksPage } from './webhooks.js'
+import { TwilioProxyPage } from './twilio-proxy.js'
 
 function useHash(): string {
   const [hash, setHash] = useState(location.hash)
@@ -65,12 +66,12 @@ function App() {
   return html`
     <header>
       <strong>maskline</strong>
-      <nav>${nav('overview', 'Overview')}${nav('sessions', 'Sessions')}${nav('webhooks', 'Webhooks')}</nav>
+      <nav>${nav('overview', 'Overview')}${nav('sessions', 'Sessions')}${nav('webhooks', 'Webhooks')}${nav('twilio', 'Twilio Proxy')}</nav>
       <span class="who"><${LiveDot} /> ${who.tenant.name} · <span id="user-role">${who.user.role}</span>
         <button class="link" id="logout" onClick=${logout}>Log out</button></span>
     </header>
     <main id=${`page-${page}`}>
-      ${page === 'sessions' ? html`<${SessionsPage} id=${id} />` : page === 'webhooks' ? html`<${WebhooksPage} />` : html`<${OverviewPage} />`}
+      ${page === 'sessions' ? html`<${SessionsPage} id=${id} />` : page === 'webhooks' ? html`<${WebhooksPage} />` : page === 'twilio' ? html`<${TwilioProxyPage} />` : html`<${OverviewPage} />`}
     </main>`
 }
 

@@ -5,7 +5,7 @@ import { Api } from './api.js'
 import { TokenSource, type Credentials } from './auth.js'
 import { MasklineError } from './errors.js'
 import { Transport, type RetryOptions } from './http.js'
-import { Analytics, Auth, Billing, ConfigApi, ConsoleApi, Devices, Health, Numbers, Webhooks } from './resources.js'
+import { Analytics, Auth, Billing, ConfigApi, ConsoleApi, Devices, Health, Numbers, TwilioProxyCredentials, Webhooks } from './resources.js'
 import { Calls, Sessions } from './sessions.js'
 import { EventStream, streamUrl, type StreamOptions, type WebSocketConstructor } from './stream.js'
 import type { EventType, Reply } from './types.js'
@@ -32,6 +32,8 @@ export class Maskline {
   readonly billing: Billing
   readonly devices: Devices
   readonly numbers: Numbers
+  /** The Twilio Proxy façade's credentials (docs/twilio-proxy.md). */
+  readonly twilioProxy: TwilioProxyCredentials
   readonly webhooks: Webhooks
   readonly console: ConsoleApi
   readonly auth: Auth
@@ -57,6 +59,7 @@ export class Maskline {
     this.billing = new Billing(this.api)
     this.devices = new Devices(this.api)
     this.numbers = new Numbers(this.api)
+    this.twilioProxy = new TwilioProxyCredentials(this.api)
     this.webhooks = new Webhooks(this.api)
     this.console = new ConsoleApi(this.api)
     this.auth = new Auth(this.api)

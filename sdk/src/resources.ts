@@ -106,3 +106,16 @@ export class Health {
   ready(): Promise<Reply<'/v1/health/ready', 'get'>> { return this.api.call('get', '/v1/health/ready', { public: true }) }
   cpaas(): Promise<Reply<'/v1/health/cpaas', 'get'>> { return this.api.call('get', '/v1/health/cpaas', { public: true }) }
 }
+
+export class TwilioProxyCredentials {
+  private readonly api: Api
+  constructor(api: Api) { this.api = api }
+  /** GET /v1/twilio-proxy/credentials (OWNER dashboard token): the façade's account SID, null before one is issued. */
+  get(): Promise<Reply<'/v1/twilio-proxy/credentials', 'get'>> { return this.api.call('get', '/v1/twilio-proxy/credentials') }
+  /** POST /v1/twilio-proxy/credentials (OWNER dashboard token): a new auth token (shown once) for the account SID; the old one stops working. */
+  issue(): Promise<Reply<'/v1/twilio-proxy/credentials', 'post'>> { return this.api.call('post', '/v1/twilio-proxy/credentials') }
+  /** POST /v1/twilio-proxy/api-keys (OWNER): an SK… key and its secret (shown once), for twilio(sid, secret, { accountSid }). */
+  createApiKey(): Promise<Reply<'/v1/twilio-proxy/api-keys', 'post'>> { return this.api.call('post', '/v1/twilio-proxy/api-keys') }
+  /** DELETE /v1/twilio-proxy/api-keys/:sid (OWNER): the key stops working. */
+  revokeApiKey(sid: string): Promise<void> { return this.api.call('delete', '/v1/twilio-proxy/api-keys/{sid}', { params: { sid } }) as Promise<void> }
+}

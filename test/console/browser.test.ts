@@ -207,6 +207,18 @@ if (!CHROMIUM) {
       await checkPage('webhooks', '#page-webhooks #delivery-log')
     })
 
+    await t.test('Twilio Proxy: the OWNER issues the façade credentials, the token shown once', async t => {
+      await page.click('#nav-twilio')
+      await page.waitForSelector('#twilio-account-sid')
+      await page.click('#twilio-issue')
+      await page.waitForSelector('#twilio-auth-token code')
+      const token = await page.$eval('#twilio-auth-token code', el => el.textContent ?? '')
+      api.secrets.add(token)
+      t.match(token, /^[0-9a-f]{32}$/)
+      t.match(await page.$eval('#twilio-account-sid', el => el.textContent), /^AC[0-9a-f]{32}$/)
+      await checkPage('twilio', '#page-twilio #twilio-proxy')
+    })
+
     await t.test('an OPERATOR reads and cannot act, on the page and through the API', async t => {
       await page.click('#logout')
       await page.waitForSelector('#login-form')

@@ -27,6 +27,7 @@ const SHIPPED = [
   '015_create_batch.sql',
   '016_records_without_session_probe.sql',
   '017_dual_proxy.sql',
+  '018_twilio_proxy.sql',
 ]
 
 t.test('splitSqlStatements respects quotes, dollar quotes and comments', async t => {
