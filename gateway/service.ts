@@ -32,7 +32,7 @@ import { consoleRoutes } from '../api/routes/console.js'
 import { twilioProxyRoutes } from '../api/twilio-proxy/router.js'
 import { twilioCredentialRoutes } from '../api/twilio-proxy/credentials-route.js'
 import { createProxyAuthenticator } from '../api/twilio-proxy/auth.js'
-import { unpinnedSessions } from '../api/twilio-proxy/native.js'
+import { enginePinnedSessions } from '../api/twilio-proxy/native.js'
 import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
@@ -67,6 +67,7 @@ import { createSignatureVerifier } from '../api/cpaas/signature.js'
 import { FailoverProvider } from '../api/cpaas/failover.js'
 import { SandboxProvider } from '../api/cpaas/sandbox-provider.js'
 import { createDispatcher } from './webhooks/dispatcher.js'
+import { facadeCallbackTargets } from './webhooks/twilio-callbacks.js'
 import { registerStream, type Stream } from './stream/stream.js'
 import { streamTokenVerifier } from './stream/auth.js'
 import { outboxReplaySource } from './stream/replay-source.js'
@@ -237,6 +238,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     let boundPort: number | null = null
     const dispatcher = createDispatcher({
       pool: db.pool, log, now, onOutcome: metrics.webhook, allowInsecure: cfg.webhookAllowInsecure, secrets: createSecretCipher(cfg.phoneKey),
+      extraTargets: facadeCallbackTargets(db.pool, cfg.phoneKey),
     })
 
     // Issue 17: what the bus lost is replayed from the outbox to this node's WebSocket clients
@@ -369,7 +371,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     // REST API under /proxy (not in the OpenAPI document: Twilio's own describes it).
     const proxyAuth = createProxyAuthenticator(now)
     const facade = {
-      auth: proxyAuth, native: unpinnedSessions, configuredBaseUrl: () => cfg.publicBaseUrl,
+      auth: proxyAuth, native: enginePinnedSessions({ ...services.sessions, expireDue: () => runner.expireDue() }), configuredBaseUrl: () => cfg.publicBaseUrl,
       sendSms: async (from: string, to: string, text: string) => (await provider.sendSms({ from, to, text })).providerMessageId,
     }
     const routes = [

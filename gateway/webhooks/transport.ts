@@ -12,6 +12,8 @@ export interface DeliveryRequest {
   headers: Record<string, string>
   body: string
   timeoutMs: number
+  /** Default application/json. */
+  contentType?: string
 }
 
 /** `statusCode` 0 when no HTTP answer came back; `error` a short code, never a URL or a secret. */
@@ -74,7 +76,7 @@ export function createHttpTransport(opts: { allowInsecure: boolean; userAgent?: 
         lookup,
         headers: {
           ...req.headers,
-          'content-type': 'application/json',
+          'content-type': req.contentType ?? 'application/json',
           'content-length': String(body.length),
           'user-agent': userAgent,
         },

@@ -1,0 +1,27 @@
+// A Twilio Proxy Service's callback_url as a target of the webhook dispatcher (docs/twilio-proxy.md,
+// Callbacks): a call.* or sms.* event of a native session behind a façade session whose Service
+// has a callback_url also goes there, as the Interaction's form, signed with the account's auth
+// token. Same outbox, same retries; webhook_deliveries records each URL's attempts.
+import type { DatabasePool } from 'slonik'
+import { facadeOfNative } from '../../sql/twilio-proxy-callbacks.js'
+import { getInteraction } from '../../sql/twilio-proxy-interactions.js'
+import type { OutboxEvent } from '../../sql/webhooks.js'
+import { interactionParams, signedForm } from '../../api/twilio-proxy/callback-params.js'
+import { tokenCipher } from '../../api/twilio-proxy/credentials.js'
+import type { DeliveryTarget } from './dispatcher.js'
+
+export function facadeCallbackTargets(pool: DatabasePool, phoneKey: Buffer): (ev: OutboxEvent) => Promise<DeliveryTarget[]> {
+  const cipher = tokenCipher(phoneKey)
+  return async ev => {
+    if (!ev.sessionId || !/^(call|sms)\./.test(ev.type)) return []
+    const recordId = ev.envelope.data?.callId ?? ev.envelope.data?.smsId
+    if (typeof recordId !== 'string') return []
+    const f = await facadeOfNative(pool, ev.sessionId)
+    if (!f?.callbackUrl) return []
+    const row = await getInteraction(pool, f.sessionId, recordId)
+    if (!row) return [] // deleted through the façade, or its session is gone
+    const url = f.callbackUrl
+    const params = interactionParams(f.accountSid, f.serviceId, row)
+    return [{ url, sign: () => signedForm(cipher.decrypt(f.tokenEnc), url, params) }]
+  }
+}
