@@ -19,23 +19,12 @@ export interface PinnedSessionRequest {
 }
 
 export interface PinnedSessions {
-  /** Opens the native session; its id, or null when native sessions are not wired (see below). */
+  /** Opens the native session; its id (null: none was opened). */
   open(tenantId: string, req: PinnedSessionRequest): Promise<string | null>
   close(tenantId: string, nativeId: string): Promise<void>
   /** The number joins a Service of the tenant: 'taken' when another tenant holds or binds it. */
   bind(tenantId: string, number: string): Promise<'ok' | 'taken'>
   unbind(tenantId: string, number: string): Promise<void>
-}
-
-/**
- * Without the engine's pinned creates the façade keeps its own records only: Sessions,
- * Participants and MessageInteractions work, calls and SMS between participants are not routed.
- */
-export const unpinnedSessions: PinnedSessions = {
-  open: async () => null,
-  close: async () => {},
-  bind: async () => 'ok',
-  unbind: async () => {},
 }
 
 /** What the façade uses of the session runner (api/app/session-runner.ts, docs/dual-proxy.md). */
