@@ -67,7 +67,7 @@ import { createSignatureVerifier } from '../api/cpaas/signature.js'
 import { FailoverProvider } from '../api/cpaas/failover.js'
 import { SandboxProvider } from '../api/cpaas/sandbox-provider.js'
 import { createDispatcher } from './webhooks/dispatcher.js'
-import { facadeCallbackTargets } from './webhooks/twilio-callbacks.js'
+import { facadeCallbackTargets, facadeIntercept } from './webhooks/twilio-callbacks.js'
 import { registerStream, type Stream } from './stream/stream.js'
 import { streamTokenVerifier } from './stream/auth.js'
 import { outboxReplaySource } from './stream/replay-source.js'
@@ -331,7 +331,11 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       { now },
     )
     services.cpaasHealth = () => provider.health()
+    const intercept = facadeIntercept({ pool: db.pool, phoneKey: cfg.phoneKey, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
+    await intercept.reload()
+    closers.unshift(() => intercept.close())
     const callbacks = createCallbackHandlers({
+      intercept,
       engine, tenants, hashParty, records, callCounter, provider, sandbox: cfg.provider === 'sandbox', log, now,
       publicBaseUrl: () => services.config.publicBaseUrl, countCallback: metrics.callback,
       smsCompliance: createSmsCompliance({ optOuts, tenants, hashParty, records, provider, log, now }),
@@ -372,6 +376,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const proxyAuth = createProxyAuthenticator(now)
     const facade = {
       auth: proxyAuth, native: enginePinnedSessions({ ...services.sessions, expireDue: () => runner.expireDue() }), configuredBaseUrl: () => cfg.publicBaseUrl,
+      changed: () => intercept.reload(),
       sendSms: async (from: string, to: string, text: string) => (await provider.sendSms({ from, to, text })).providerMessageId,
     }
     const routes = [

@@ -3,12 +3,15 @@
 // has a callback_url also goes there, as the Interaction's form, signed with the account's auth
 // token. Same outbox, same retries; webhook_deliveries records each URL's attempts.
 import type { DatabasePool } from 'slonik'
+import type { Logger } from 'pino'
 import { facadeOfNative } from '../../sql/twilio-proxy-callbacks.js'
 import { getInteraction } from '../../sql/twilio-proxy-interactions.js'
 import type { OutboxEvent } from '../../sql/webhooks.js'
 import { interactionParams, signedForm } from '../../api/twilio-proxy/callback-params.js'
 import { tokenCipher } from '../../api/twilio-proxy/credentials.js'
+import { createIntercept, type Intercept } from '../../api/twilio-proxy/intercept.js'
 import type { DeliveryTarget } from './dispatcher.js'
+import { createHttpTransport } from './transport.js'
 
 export function facadeCallbackTargets(pool: DatabasePool, phoneKey: Buffer): (ev: OutboxEvent) => Promise<DeliveryTarget[]> {
   const cipher = tokenCipher(phoneKey)
@@ -24,4 +27,11 @@ export function facadeCallbackTargets(pool: DatabasePool, phoneKey: Buffer): (ev
     const params = interactionParams(f.accountSid, f.serviceId, row)
     return [{ url, sign: () => signedForm(cipher.decrypt(f.tokenEnc), url, params) }]
   }
+}
+
+/** The intercept callback (api/twilio-proxy/intercept.ts) over the webhook transport and its SSRF guard. */
+export function facadeIntercept(o: { pool: DatabasePool; phoneKey: Buffer; allowInsecure: boolean; timeoutMs: number; log: Pick<Logger, 'warn' | 'error'> }): Intercept {
+  const transport = createHttpTransport({ allowInsecure: o.allowInsecure, userAgent: 'maskline-twilio-proxy/1' })
+  const intercept = createIntercept({ db: o.pool, phoneKey: o.phoneKey, post: transport, log: o.log, timeoutMs: o.timeoutMs })
+  return { ...intercept, close: () => { intercept.close(); transport.close() } }
 }

@@ -6,7 +6,7 @@ import { route, type ApiReply, type ApiRequest, type RouteDef } from '../../rout
 import { EMPTY_RESPONSE } from '../telnyx/texml.js'
 
 export interface CallbackHandlers {
-  voice(req: ApiRequest): ApiReply
+  voice(req: ApiRequest): ApiReply | Promise<ApiReply>
   voiceStatus(req: ApiRequest): ApiReply
   dialStatus(req: ApiRequest): ApiReply
   recording(req: ApiRequest): ApiReply

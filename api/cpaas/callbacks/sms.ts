@@ -8,7 +8,7 @@ import type { ApiReply, ApiRequest } from '../../route.js'
 import { orAfter } from '../../app/deadline.js'
 import { parseSmsCallback } from '../sms-payload.js'
 import { JSON_TYPE, OUTCOME, type CallbackContext } from './context.js'
-import { blockChannel, forwardOnce } from './sms-forward.js'
+import { blockChannel, interceptThenForward } from './sms-forward.js'
 
 const SMS_STATUS_RETRY_MS = [1_000, 5_000]
 const SMS_BUDGET_MS = 1_500
@@ -54,7 +54,7 @@ export async function sms(ctx: CallbackContext, req: ApiRequest): Promise<ApiRep
   if (!run) {
     const messageId = cb.messageId
     const work = action.kind === 'forward'
-      ? forwardOnce(ctx, action.decision, cb.to, messageId, cb.text, now)
+      ? interceptThenForward(ctx, action.decision, cb.to, messageId, cb.text, now)
       : action.kind === 'drop' ? blockChannel(ctx, offChannel!, cb.to, messageId, now)
       : d.smsCompliance!.run(action, { proxy: cb.to, from: cb.from, text: cb.text, messageId, at: now })
     run = work.catch(err => {

@@ -1,11 +1,11 @@
 // POST /v1/webhooks/cpaas/voice, the voice fetch (contract 4.10): routes in the engine and answers
 // TeXML from memory; its call record is queued behind the answer (sql/record-writer.ts:
 // journaled, group-committed, retried through Postgres outages).
-import type { LiveView } from '../../../engine/index.js'
+import type { LiveView, RouteDecision } from '../../../engine/index.js'
 import type { ApiReply, ApiRequest } from '../../route.js'
 import { uuidv7 } from '../../../sql/vocabulary/ids.js'
 import { CALL_START } from '../../../sql/records.js'
-import { decisionTexml } from '../telnyx/texml.js'
+import { decisionTexml, rejectTexml } from '../telnyx/texml.js'
 import { BAD_VOICE, callRow, matched, OUTCOME, XML, type CallbackContext, type Matched } from './context.js'
 
 /** The fetch's record; its call.incoming (and call.failed) are made from it when it is applied. */
@@ -19,18 +19,27 @@ function recordCallStart(ctx: CallbackContext, dec: Matched, caller: string, pro
   d.records.upsertCall(recorded, CALL_START).then(settled, settled)
 }
 
-export function voice(ctx: CallbackContext, req: ApiRequest): ApiReply {
-  const { d, calls } = ctx
+export function voice(ctx: CallbackContext, req: ApiRequest): ApiReply | Promise<ApiReply> {
+  const { d } = ctx
   const f = req.form
   const callSid = f?.['CallSid'], from = f?.['From'], to = f?.['To']
   if (!callSid || !from || !to) return BAD_VOICE
   const now = d.now()
   const dec = d.engine.route(to, from, now)
   d.countCallback?.('voice', OUTCOME[dec.kind])
+  // A Twilio Proxy Service's intercept callback may block the call (api/twilio-proxy/intercept.ts).
+  const id = uuidv7(now)
+  const held = dec.kind === 'connect' && !ctx.calls.get(callSid) ? d.intercept?.check(dec, 'call', id, callSid, now) : undefined
+  if (held) return held.then(go => go ? answer(ctx, dec, callSid, from, to, now, id) : { status: 200, body: rejectTexml('rejected'), contentType: XML })
+  return answer(ctx, dec, callSid, from, to, now, id)
+}
+
+function answer(ctx: CallbackContext, dec: RouteDecision, callSid: string, from: string, to: string, now: number, newId: string): ApiReply {
+  const { d, calls } = ctx
   if (matched(dec)) {
     let callId = calls.get(callSid)
     if (callId === undefined) {
-      const id = callId = uuidv7(now)
+      const id = callId = newId
       calls.set(callSid, id)
       // One lookup of the session for its count and its party-B hash (at 1M sessions each is a cache miss).
       const live = d.engine.live(dec.sessionId)
