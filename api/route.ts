@@ -100,6 +100,11 @@ export interface RouteDef {
    */
   clientIp?: boolean
   summary?: string
+  /**
+   * A surface with its own error shape (the Twilio Proxy façade): what the gateway answers itself
+   * for this route (413) is written by this instead of a problem document.
+   */
+  refusal?: (status: number, detail: string) => ApiReply & { body: string; contentType: string }
   handler: (req: ApiRequest) => Promise<ApiReply> | ApiReply
 }
 

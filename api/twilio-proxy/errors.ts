@@ -24,7 +24,7 @@ export function errorBody(e: TwilioError): TwilioErrorBody {
 
 export const authenticate = () => new TwilioError(401, 20003, 'Authenticate')
 export const notFound = (path: string) => new TwilioError(404, 20404, `The requested resource ${path} was not found`)
-export const methodNotAllowed = (method: string) => new TwilioError(405, 20004, `Method ${method} not allowed`)
+export const methodNotAllowed = (what: string) => new TwilioError(405, 20004, `Method not allowed: ${what}`)
 export const tooManyRequests = () => new TwilioError(429, 20429, 'Too Many Requests')
 export const internal = () => new TwilioError(500, 20500, 'Internal Server Error')
 export const unavailable = () => new TwilioError(503, 20500, 'Service temporarily unavailable; retry')

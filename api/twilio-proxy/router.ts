@@ -92,6 +92,8 @@ export function twilioProxyRoutes(deps: FacadeDeps): RouteDef[] {
     response: { ...Object.fromEntries(STATUSES.map(s => [s, ANY])), 204: null },
     problems: [],
     summary: 'Twilio Proxy v1 façade (docs/twilio-proxy.md)',
+    // A body over the cap, refused before any handler: in Twilio's shape too.
+    refusal: (status, detail) => ({ status, contentType: TYPE, body: JSON.stringify(errorBody(status === 405 ? methodNotAllowed(detail) : new TwilioError(status, 20000 + status, detail))) }),
     handler: req => handle(deps, req, method),
   }))
 }

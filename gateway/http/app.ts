@@ -109,7 +109,8 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   opts.ws?.(app)
   for (const [path, methods] of methodsByPath) {
     const allow = methods.join(', ')
-    app.any(path, (res, req) => fallback(env, res, req, path, 'method-not-allowed', { allow }))
+    const own = opts.routes.find(d => d.path === path && d.refusal)?.refusal
+    app.any(path, (res, req) => fallback(env, res, req, path, 'method-not-allowed', { allow }, own))
   }
   app.any('/*', (res, req) => fallback(env, res, req, null, 'not-found'))
 
@@ -160,7 +161,7 @@ function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpReque
   if (declared !== undefined && Number(declared) > r.bodyLimit) {
     // Answered before reading (issue 19). uWS then reads and drops the declared body and the
     // connection stays usable; past DRAIN_LIMIT it is closed instead (bounded work).
-    finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, Number(declared) > DRAIN_LIMIT)
+    finish(env, r.def.path, res, c, tooLarge(env, r), null, Number(declared) > DRAIN_LIMIT)
     return
   }
   readBody(res, r.bodyLimit, abort => { c.abortBody = abort }, (err, body) => {
@@ -172,7 +173,7 @@ function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpReque
     // 499 (nginx's "client closed request"): logged, nothing is sent.
     if (err instanceof BodyAborted) return finish(env, r.def.path, res, c, { status: 499, contentType: null, body: null, headers: [] }, null)
     // Over the cap: 413 once the rest was read and dropped (readBody), or closing past DRAIN_LIMIT.
-    finish(env, r.def.path, res, c, problemOut(env, 'payload-too-large', `The body may not exceed ${r.bodyLimit} bytes`), null, !err.drained)
+    finish(env, r.def.path, res, c, tooLarge(env, r), null, !err.drained)
   })
 }
 
@@ -380,6 +381,13 @@ function replyOut(env: Env, r: CompiledRoute, reply: ApiReply): Outgoing {
   return { status: reply.status, contentType, body: JSON.stringify(picked), headers: [reply.headers] }
 }
 
+function tooLarge(env: Env, r: CompiledRoute): Outgoing {
+  const detail = `The body may not exceed ${r.bodyLimit} bytes`
+  if (!r.def.refusal) return problemOut(env, 'payload-too-large', detail)
+  const own = r.def.refusal(413, detail)
+  return { status: own.status, contentType: own.contentType, body: own.body, headers: [own.headers] }
+}
+
 function problemOut(env: Env, slug: ProblemSlug, detail?: string, errors?: FieldIssue[], headers?: Record<string, string>): Outgoing {
   // Read per answer: the service sets it once its port is bound (PORT=0 without PUBLIC_BASE_URL).
   const doc = renderProblem(env.services.config.publicBaseUrl, slug, detail, errors)
@@ -427,9 +435,13 @@ function finish(env: Env, route: string | null, res: HttpResponse, c: Captured, 
   if (--env.inFlight === 0 && env.drained) env.drained()
 }
 
-function fallback(env: Env, res: HttpResponse, req: HttpRequest, route: string | null, slug: 'not-found' | 'method-not-allowed', extra?: { allow: string }): void {
+function fallback(env: Env, res: HttpResponse, req: HttpRequest, route: string | null, slug: 'not-found' | 'method-not-allowed', extra?: { allow: string }, own?: RouteDef['refusal']): void {
   const c = capture(res, req, [], null)
   env.inFlight++
   const detail = slug === 'not-found' ? 'No such endpoint' : `Allowed methods: ${extra!.allow}`
-  finish(env, route, res, c, problemOut(env, slug, detail, undefined, extra ? { allow: extra.allow } : undefined), null)
+  const headers = extra ? { allow: extra.allow } : undefined
+  const out: Outgoing = own
+    ? (r => ({ status: r.status, contentType: r.contentType, body: r.body, headers: [headers] }))(own(405, detail))
+    : problemOut(env, slug, detail, undefined, headers)
+  finish(env, route, res, c, out, null)
 }

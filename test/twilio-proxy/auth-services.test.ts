@@ -63,6 +63,8 @@ t.test('services: CRUD, fetch by UniqueName, name conflicts, 404s in Twilio\'s s
   t.match(await sc.json(), { code: 20404, status: 404, more_info: String })
   const put = await fetch(svc.url, { method: 'PUT', headers: { authorization: basic(accountSid, client.password!) } })
   t.match(await put.json(), { code: 20004, status: 405 })
+  const options = await fetch(svc.url, { method: 'OPTIONS' })
+  t.match({ status: options.status, body: await options.json() }, { status: 405, body: { code: 20004, status: 405 } }, 'the gateway\'s own 405 in Twilio\'s shape')
 
   // another account sees nothing of it
   const other = await facadeAccount(api)
@@ -123,6 +125,8 @@ t.test('transport: form bodies as any Twilio client sends them', async t => {
   t.match(await post(`/Services/${svc.body.sid}/Sessions`, `Participants=${encodeURIComponent('{"Identifier":"+14155550143"}')}`), { status: 400, body: { code: 80207 } }, 'and never given unasked')
   const noOffset = await post(`/Services/${svc.body.sid}/Sessions`, `DateExpiry=2031-01-01T10:00:00`)
   t.match(noOffset, { status: 201, body: { date_expiry: '2031-01-01T10:00:00Z' } }, 'no offset: UTC')
+  const big = await fetch(`${api.url}/proxy/v1/Services`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' }, body: `UniqueName=${'x'.repeat(70_000)}` })
+  t.match({ status: big.status, body: await big.json() }, { status: 413, body: { code: 20413, status: 413, more_info: String } }, 'even the gateway\'s own refusals')
   t.match(await post(`/Services/${svc.body.sid}/Sessions`, 'DateExpiry=tomorrow'), { status: 400, body: { code: 80701, message: "'DateExpiry' is invalid." } })
 })
 
