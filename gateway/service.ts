@@ -67,7 +67,7 @@ import { createSignatureVerifier } from '../api/cpaas/signature.js'
 import { FailoverProvider } from '../api/cpaas/failover.js'
 import { SandboxProvider } from '../api/cpaas/sandbox-provider.js'
 import { createDispatcher } from './webhooks/dispatcher.js'
-import { facadeCallbackTargets, facadeIntercept } from './webhooks/twilio-callbacks.js'
+import { facadeCallbackTargets, facadeIntercept, facadeOutOfSession, type OutOfSession } from './webhooks/twilio-callbacks.js'
 import { registerStream, type Stream } from './stream/stream.js'
 import { streamTokenVerifier } from './stream/auth.js'
 import { outboxReplaySource } from './stream/replay-source.js'
@@ -334,8 +334,10 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const intercept = facadeIntercept({ pool: db.pool, phoneKey: cfg.phoneKey, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
     await intercept.reload()
     closers.unshift(() => intercept.close())
+    // Made once the façade's deps are (below): it creates sessions as the façade does.
+    let outOfSession: OutOfSession | null = null
     const callbacks = createCallbackHandlers({
-      intercept,
+      intercept, outOfSession: { check: q => outOfSession?.check(q) },
       engine, tenants, hashParty, records, callCounter, provider, sandbox: cfg.provider === 'sandbox', log, now,
       publicBaseUrl: () => services.config.publicBaseUrl, countCallback: metrics.callback,
       smsCompliance: createSmsCompliance({ optOuts, tenants, hashParty, records, provider, log, now }),
@@ -376,9 +378,12 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const proxyAuth = createProxyAuthenticator(now)
     const facade = {
       auth: proxyAuth, native: enginePinnedSessions({ ...services.sessions, expireDue: () => runner.expireDue() }), configuredBaseUrl: () => cfg.publicBaseUrl,
-      changed: () => intercept.reload(),
+      changed: async () => { await Promise.all([intercept.reload(), outOfSession?.reload()]) },
       sendSms: async (from: string, to: string, text: string) => (await provider.sendSms({ from, to, text })).providerMessageId,
     }
+    outOfSession = facadeOutOfSession({ services, deps: facade, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
+    await outOfSession.reload()
+    closers.unshift(() => outOfSession?.close())
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
       ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...cpaasRoutes(callbacks),

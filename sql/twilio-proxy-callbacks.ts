@@ -44,3 +44,10 @@ export async function interceptedNativeSessions(db: Db): Promise<string[]> {
     SELECT n.native_id FROM twilio_native_sessions n JOIN twilio_sessions s ON s.id = n.session_id JOIN twilio_services v ON v.id = s.service_id
     WHERE v.intercept_callback_url IS NOT NULL AND s.status IN ('open','in-progress')`)] as string[])
 }
+
+/** The pool numbers of Services with an out_of_session_callback_url (the router's memory). */
+export async function outOfSessionNumbers(db: Db): Promise<Array<{ number: string; service_id: string; tenant_id: string; url: string }>> {
+  return guard(async () => [...await db.any(sql.unsafe`
+    SELECT p.number, v.id AS service_id, v.tenant_id, v.out_of_session_callback_url AS url
+    FROM twilio_phone_numbers p JOIN twilio_services v ON v.id = p.service_id WHERE v.out_of_session_callback_url IS NOT NULL`)] as Array<{ number: string; service_id: string; tenant_id: string; url: string }>)
+}

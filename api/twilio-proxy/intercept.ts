@@ -15,7 +15,8 @@ import { tokenCipher } from './credentials.js'
 type Connect = Extract<RouteDecision, { kind: 'connect' }>
 
 /** One form POST (the webhook transport, with its SSRF guard); statusCode 0 when no answer came. */
-export type FormPost = (req: { url: string; headers: Record<string, string>; body: string; contentType: string; timeoutMs: number }) => Promise<{ statusCode: number }>
+export type FormPost = (req: { url: string; headers: Record<string, string>; body: string; contentType: string; timeoutMs: number; readBody?: number }) =>
+  Promise<{ statusCode: number; body?: string; contentType?: string }>
 
 export interface Intercept {
   /** undefined: the session has no intercept URL (go on at once). Else: true to go on, false blocked. */

@@ -10,6 +10,9 @@ import type { OutboxEvent } from '../../sql/webhooks.js'
 import { interactionParams, signedForm } from '../../api/twilio-proxy/callback-params.js'
 import { tokenCipher } from '../../api/twilio-proxy/credentials.js'
 import { createIntercept, type Intercept } from '../../api/twilio-proxy/intercept.js'
+import { createOutOfSession, type OutOfSession as BaseOutOfSession } from '../../api/twilio-proxy/out-of-session.js'
+import type { FacadeDeps } from '../../api/twilio-proxy/context.js'
+import type { Services } from '../../api/services.js'
 import type { DeliveryTarget } from './dispatcher.js'
 import { createHttpTransport } from './transport.js'
 
@@ -34,4 +37,15 @@ export function facadeIntercept(o: { pool: DatabasePool; phoneKey: Buffer; allow
   const transport = createHttpTransport({ allowInsecure: o.allowInsecure, userAgent: 'maskline-twilio-proxy/1' })
   const intercept = createIntercept({ db: o.pool, phoneKey: o.phoneKey, post: transport, log: o.log, timeoutMs: o.timeoutMs })
   return { ...intercept, close: () => { intercept.close(); transport.close() } }
+}
+
+export type OutOfSession = BaseOutOfSession & { close(): void }
+
+/** The out-of-session callback (api/twilio-proxy/out-of-session.ts), read again every 5 s for other nodes' changes. */
+export function facadeOutOfSession(o: { services: Services; deps: FacadeDeps; allowInsecure: boolean; timeoutMs: number; log: Pick<Logger, 'warn' | 'error'> }): OutOfSession {
+  const transport = createHttpTransport({ allowInsecure: o.allowInsecure, userAgent: 'maskline-twilio-proxy/1' })
+  const oos = createOutOfSession({ services: o.services, deps: o.deps, post: transport, log: o.log, timeoutMs: o.timeoutMs })
+  const timer = setInterval(() => void oos.reload(), 5_000)
+  timer.unref()
+  return { ...oos, close: () => { clearInterval(timer); transport.close() } }
 }

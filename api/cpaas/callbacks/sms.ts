@@ -40,7 +40,10 @@ export async function sms(ctx: CallbackContext, req: ApiRequest): Promise<ApiRep
   }
   if (cb.kind === 'ignored' || forwarded.get(cb.messageId)) return ok
   const now = d.now()
-  const dec = d.engine.route(cb.to, cb.from, now, 'sms')
+  let dec = d.engine.route(cb.to, cb.from, now, 'sms')
+  // A Twilio Proxy Service's out-of-session callback may create the session (api/twilio-proxy/out-of-session.ts).
+  const oos = dec.kind === 'no-session' ? d.outOfSession?.check({ channel: 'sms', from: cb.from, to: cb.to, providerId: cb.messageId, now }) : undefined
+  if (oos && (await oos).kind === 'created') dec = d.engine.route(cb.to, cb.from, now, 'sms')
   d.countCallback?.('sms', OUTCOME[dec.kind])
   // Issue #16: the inactivity clock counts every SMS that is recorded (not one the direction drops).
   if (dec.kind === 'connect' || dec.kind === 'channel-not-allowed') d.engine.live(dec.sessionId)?.noteActivity(now)

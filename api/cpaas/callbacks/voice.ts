@@ -31,6 +31,9 @@ export function voice(ctx: CallbackContext, req: ApiRequest): ApiReply | Promise
   const id = uuidv7(now)
   const held = dec.kind === 'connect' && !ctx.calls.get(callSid) ? d.intercept?.check(dec, 'call', id, callSid, now) : undefined
   if (held) return held.then(go => go ? answer(ctx, dec, callSid, from, to, now, id) : { status: 200, body: rejectTexml('rejected'), contentType: XML })
+  // Or its out-of-session callback answer for a caller with no session (api/twilio-proxy/out-of-session.ts).
+  const oos = dec.kind === 'no-session' ? d.outOfSession?.check({ channel: 'voice', from, to, providerId: callSid, now }) : undefined
+  if (oos) return oos.then(r => r.kind === 'twiml' ? { status: 200, body: r.body, contentType: XML } : answer(ctx, r.kind === 'created' ? d.engine.route(to, from, now) : dec, callSid, from, to, now, id))
   return answer(ctx, dec, callSid, from, to, now, id)
 }
 
