@@ -19,6 +19,8 @@ export type FormPost = (req: { url: string; headers: Record<string, string>; bod
   Promise<{ statusCode: number; body?: string; contentType?: string }>
 
 export interface Intercept {
+  /** Whether the (native) session's Service has an intercept URL: a memory lookup. */
+  has(sessionId: string): boolean
   /** undefined: the session has no intercept URL (go on at once). Else: true to go on, false blocked. */
   check(dec: Connect, kind: 'call' | 'sms', recordId: string, providerId: string, now: number): Promise<boolean> | undefined
   /** Reads again which native sessions have an intercept URL. */
@@ -70,6 +72,7 @@ export function createIntercept(o: { db: Db; phoneKey: Buffer; post: FormPost; l
   }
 
   return {
+    has: id => intercepted.has(id),
     check: (dec, kind, recordId, providerId, now) => intercepted.has(dec.sessionId) ? ask(dec, kind, recordId, providerId, now) : undefined,
     reload,
     close: () => clearInterval(timer),

@@ -37,7 +37,7 @@ export interface CallbackDeps {
   /** Issue #16: SMS keywords (STOP, START, HELP) and opt-outs; without it every message routes as before. */
   smsCompliance?: SmsCompliance
   /** A Twilio Proxy Service's intercept callback (api/twilio-proxy/intercept.ts); absent: none. */
-  intercept?: Pick<Intercept, 'check'>
+  intercept?: Pick<Intercept, 'check' | 'has'>
   /** A Twilio Proxy Service's out-of-session callback (api/twilio-proxy/out-of-session.ts); absent: none. */
   outOfSession?: Pick<OutOfSession, 'check'>
   /** Counts each voice and SMS routing outcome (metrics). */

@@ -28,21 +28,28 @@ export function voice(ctx: CallbackContext, req: ApiRequest): ApiReply | Promise
   const dec = d.engine.route(to, from, now)
   d.countCallback?.('voice', OUTCOME[dec.kind])
   // A Twilio Proxy Service's intercept callback may block the call (api/twilio-proxy/intercept.ts).
-  const id = uuidv7(now)
-  const held = dec.kind === 'connect' && !ctx.calls.get(callSid) ? d.intercept?.check(dec, 'call', id, callSid, now) : undefined
-  if (held) return held.then(go => go ? answer(ctx, dec, callSid, from, to, now, id) : { status: 200, body: rejectTexml('rejected'), contentType: XML })
+  const held = dec.kind === 'connect' && !ctx.calls.get(callSid) ? intercepted(ctx, dec, callSid, now) : undefined
+  if (held) return held.then(id => id !== null ? answer(ctx, dec, callSid, from, to, now, id) : { status: 200, body: rejectTexml('rejected'), contentType: XML })
   // Or its out-of-session callback answer for a caller with no session (api/twilio-proxy/out-of-session.ts).
   const oos = dec.kind === 'no-session' ? d.outOfSession?.check({ channel: 'voice', from, to, providerId: callSid, now }) : undefined
-  if (oos) return oos.then(r => r.kind === 'twiml' ? { status: 200, body: r.body, contentType: XML } : answer(ctx, r.kind === 'created' ? d.engine.route(to, from, now) : dec, callSid, from, to, now, id))
-  return answer(ctx, dec, callSid, from, to, now, id)
+  // A session it created is routed as any other (its intercept callback included).
+  if (oos) return oos.then(r => r.kind === 'twiml' ? { status: 200, body: r.body, contentType: XML } : r.kind === 'created' ? voice(ctx, req) : answer(ctx, dec, callSid, from, to, now))
+  return answer(ctx, dec, callSid, from, to, now)
 }
 
-function answer(ctx: CallbackContext, dec: RouteDecision, callSid: string, from: string, to: string, now: number, newId: string): ApiReply {
+/** The call's id (its interaction's) once the intercept callback let it through; null: blocked. Undefined: none to ask. */
+function intercepted(ctx: CallbackContext, dec: Extract<RouteDecision, { kind: 'connect' }>, callSid: string, now: number): Promise<string | null> | undefined {
+  if (!ctx.d.intercept?.has(dec.sessionId)) return undefined
+  const id = uuidv7(now)
+  return ctx.d.intercept.check(dec, 'call', id, callSid, now)?.then(go => (go ? id : null))
+}
+
+function answer(ctx: CallbackContext, dec: RouteDecision, callSid: string, from: string, to: string, now: number, newId?: string): ApiReply {
   const { d, calls } = ctx
   if (matched(dec)) {
     let callId = calls.get(callSid)
     if (callId === undefined) {
-      const id = callId = newId
+      const id = callId = newId ?? uuidv7(now)
       calls.set(callSid, id)
       // One lookup of the session for its count and its party-B hash (at 1M sessions each is a cache miss).
       const live = d.engine.live(dec.sessionId)
