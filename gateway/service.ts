@@ -33,6 +33,7 @@ import { twilioProxyRoutes } from '../api/twilio-proxy/router.js'
 import { twilioCredentialRoutes } from '../api/twilio-proxy/credentials-route.js'
 import { createProxyAuthenticator } from '../api/twilio-proxy/auth.js'
 import { enginePinnedSessions } from '../api/twilio-proxy/native.js'
+import { expireDue as expireFacadeSessions } from '../api/twilio-proxy/lifecycle.js'
 import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
 import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
@@ -116,6 +117,7 @@ export interface RunningService {
 
 const RECORDS_WAIT_MS = 2_000
 const EXPIRY_SWEEP_MS = 250 // contract D4: expiry fires within 1 s of expiresAt
+const FACADE_SWEEP_MS = 1_000
 const DAY_MS = 86_400_000
 const TENANT_RESYNC_MS = 30_000
 const ANNOUNCE_WAIT_MS = 250
@@ -384,6 +386,16 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     outOfSession = facadeOutOfSession({ services, deps: facade, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
     await outOfSession.reload()
     closers.unshift(() => outOfSession?.close())
+    // Façade sessions expire by a sweep too (their native sessions carry no timers of their own).
+    let facadeSweeping = false
+    const facadeSweep = setInterval(() => {
+      if (facadeSweeping) return
+      facadeSweeping = true
+      void expireFacadeSessions(db.pool, facade.native, now())
+        .catch(() => log.warn({ code: 'twilio-proxy-sweep' }, 'recoverable error')).finally(() => { facadeSweeping = false })
+    }, FACADE_SWEEP_MS)
+    facadeSweep.unref()
+    closers.unshift(() => clearInterval(facadeSweep))
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
       ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...cpaasRoutes(callbacks),

@@ -77,13 +77,14 @@ export async function deleteSession(db: Db, id: string): Promise<void> {
   await guard(() => db.query(sql.unsafe`DELETE FROM twilio_sessions WHERE id = ${id}`))
 }
 
-/** Closes the tenant's sessions whose expiry has passed; the closed rows. */
-export async function closeDueSessions(db: Db, tenantId: string, now: number): Promise<SessionRow[]> {
+/** Closes the sessions (of one tenant, or all) whose expiry has passed; the closed rows. */
+export async function closeDueSessions(db: Db, tenantId: string | null, now: number): Promise<SessionRow[]> {
+  const tenant = tenantId === null ? sql.fragment`` : sql.fragment`tenant_id = ${tenantId} AND`
   return guard(() => db.transaction(async tx => {
     const rows = [...await tx.any(sql.unsafe`
       UPDATE twilio_sessions SET status = 'closed', date_ended = expires_at, updated_at = ${ts(now)},
         closed_reason = CASE WHEN date_expiry IS NOT NULL AND expires_at = date_expiry THEN 'date_expiry' WHEN ttl > 0 THEN 'ttl' ELSE 'max_duration' END
-      WHERE tenant_id = ${tenantId} AND status IN ('open','in-progress') AND expires_at IS NOT NULL AND expires_at <= ${ts(now)}
+      WHERE ${tenant} status IN ('open','in-progress') AND expires_at IS NOT NULL AND expires_at <= ${ts(now)}
       RETURNING ${SESSION_COLUMNS}`)] as SessionRow[]
     if (rows.length) await tx.query(sql.unsafe`UPDATE twilio_participants SET active = false WHERE session_id = ANY(${sql.array(rows.map(r => r.id), 'uuid')}) AND active`)
     return rows

@@ -7,7 +7,8 @@
 import { closeDueSessions, openSessionsOfService, type SessionRow } from '../../sql/twilio-proxy-sessions.js'
 import { sql } from 'slonik'
 import { refreshActivity } from '../../sql/twilio-proxy-interactions.js'
-import { ts } from '../../sql/transaction.js'
+import { ts, type Db } from '../../sql/transaction.js'
+import type { PinnedSessions } from './native.js'
 import type { Ctx } from './context.js'
 
 /** The native maximum session length (api/schemas/session.ts maxDurationMinutes). */
@@ -23,19 +24,22 @@ export function expiryOf(s: { ttl: number; date_expiry: number | null; date_star
   return cap
 }
 
-/** Ttl in the native unit: whole minutes, rounded up (at least one). */
-export function ttlMinutes(ttl: number): number | undefined {
-  return ttl > 0 ? Math.min(Math.ceil(ttl / 60), MAX_DURATION_MINUTES) : undefined
-}
-
 export const isOpen = (s: SessionRow) => s.status === 'open' || s.status === 'in-progress'
 
-export async function closeDue(c: Ctx): Promise<void> {
-  // Due by their own clock: the native sessions' calls and SMS may have moved it on.
-  await refreshActivity(c.services.db, sql.fragment`tenant_id = ${c.auth.tenantId} AND expires_at <= ${ts(c.now)}`, MAX_DURATION_MINUTES, c.now)
-  const closed = await closeDueSessions(c.services.db, c.auth.tenantId, c.now)
-  for (const s of closed) if (s.native_session_id) await endNative(c, s.native_session_id)
+/**
+ * Closes what is due (one tenant's sessions, or every tenant's: the sweep), the native sessions
+ * behind them with it. Calls and SMS may have moved a due session on: its activity is read first.
+ */
+export async function expireDue(db: Db, native: PinnedSessions, now: number, tenantId?: string): Promise<number> {
+  const tenant = tenantId === undefined ? sql.fragment`` : sql.fragment`tenant_id = ${tenantId} AND`
+  await refreshActivity(db, sql.fragment`${tenant} expires_at <= ${ts(now)}`, MAX_DURATION_MINUTES, now)
+  const closed = await closeDueSessions(db, tenantId ?? null, now)
+  for (const s of closed) if (s.native_session_id) await native.close(s.tenant_id, s.native_session_id)
+  return closed.length
 }
+
+/** Before a request reads or changes the tenant's sessions. */
+export const closeDue = (c: Ctx): Promise<number> => expireDue(c.services.db, c.deps.native, c.now, c.auth.tenantId)
 
 export async function endNative(c: Ctx, nativeId: string): Promise<void> {
   await c.deps.native.close(c.auth.tenantId, nativeId)

@@ -13,8 +13,6 @@ export interface PinnedSessionRequest {
   agent: PinnedParty
   customer: PinnedParty
   channels: ('voice' | 'sms')[]
-  /** Ttl rounded up to whole minutes (the native timeout's unit); absent: none. */
-  inactivityTimeoutMinutes?: number
   maxDurationMinutes: number
 }
 
@@ -46,7 +44,7 @@ export function enginePinnedSessions(e: PinnedEngine): PinnedSessions {
       try {
         const rec = await e.createPinned(tenantId, {
           agentPhone: r.agent.phone, customerPhone: r.customer.phone, agentProxy: r.agent.proxy, customerProxy: r.customer.proxy,
-          channels: r.channels, maxDurationMinutes: r.maxDurationMinutes, inactivityTimeoutMinutes: r.inactivityTimeoutMinutes ?? null,
+          channels: r.channels, maxDurationMinutes: r.maxDurationMinutes, inactivityTimeoutMinutes: null,
           gracePeriodMinutes: 0,
         })
         return rec.id

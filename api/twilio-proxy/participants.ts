@@ -14,7 +14,7 @@ import {
 import { linkNativeSession } from '../../sql/twilio-proxy-interactions.js'
 import type { Ctx } from './context.js'
 import { invalidParam, rule, TwilioError } from './errors.js'
-import { isOpen, MAX_DURATION_MINUTES, ttlMinutes } from './lifecycle.js'
+import { isOpen, MAX_DURATION_MINUTES } from './lifecycle.js'
 import { numberSid } from './serialize.js'
 import { selectNumber } from './selection.js'
 
@@ -116,10 +116,8 @@ export async function openNativeFor(c: Ctx, session: SessionRow, first: Particip
     agent: { phone: identifierOf(c, first) as E164, proxy: first.proxy_number as E164 },
     customer: { phone: secondIdentifier as E164, proxy: second.proxy_number as E164 },
     channels: session.mode === 'message-only' ? ['sms'] : session.mode === 'voice-only' ? ['voice'] : ['voice', 'sms'],
-    // DateExpiry is the native maximum duration (rounded up to a minute, within the native cap).
-    maxDurationMinutes: session.date_expiry === null ? MAX_DURATION_MINUTES
-      : Math.max(1, Math.min(MAX_DURATION_MINUTES, Math.ceil((session.date_expiry - c.now) / 60_000))),
-    ...(ttlMinutes(session.ttl) ? { inactivityTimeoutMinutes: ttlMinutes(session.ttl)! } : {}),
+    // The façade's expiry (api/twilio-proxy/lifecycle.ts) ends it; the native cap is only a backstop.
+    maxDurationMinutes: MAX_DURATION_MINUTES,
   })
   if (!nativeId) return
   await linkNativeSession(c.services.db, { nativeId, sessionId: session.id, agentId: first.id, customerId: second.id })

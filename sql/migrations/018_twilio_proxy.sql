@@ -65,7 +65,8 @@ CREATE TABLE twilio_sessions (
 );
 CREATE UNIQUE INDEX twilio_sessions_name ON twilio_sessions (service_id, unique_name) WHERE unique_name IS NOT NULL;
 CREATE INDEX twilio_sessions_list ON twilio_sessions (service_id, created_at, id);
-CREATE INDEX twilio_sessions_due ON twilio_sessions (tenant_id, expires_at) WHERE status IN ('open','in-progress') AND expires_at IS NOT NULL;
+-- The expiry sweep (every node, every second) and each request's own check.
+CREATE INDEX twilio_sessions_due ON twilio_sessions (expires_at) WHERE status IN ('open','in-progress') AND expires_at IS NOT NULL;
 
 -- `active`: the participant is not deleted and its session is open or in progress. The partial
 -- unique index is the pair rule: one identifier never holds one proxy number in two active

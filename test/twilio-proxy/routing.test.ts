@@ -4,13 +4,18 @@
 // from pA), the interactions appear in the session's Interactions, and closing the session stops
 // the routing. Driven by the real `twilio` SDK and the provider's signed callbacks.
 import t from 'tap'
-import { startTelnyxService } from '../support/service.js'
+import { sql } from 'slonik'
+import { eventually, startTelnyxService } from '../support/service.js'
+import { uuidOf } from '../../api/twilio-proxy/sid.js'
 import { facadeAccount, poolNumber } from './support.js'
 
 const A = '+14155550131', B = '+14155550132'
+/** TeXML that dials a party. */
+const DIALS = /<Number[ >]/
 
 t.test('a façade session routes calls and texts through each participant\'s own proxy', async t => {
-  const api = await startTelnyxService(t)
+  let offset = 0
+  const api = await startTelnyxService(t, { now: () => Date.now() + offset })
   const { driver, fake } = api
   for (const p of [A, B]) api.partyNumbers.add(p)
   const { client } = await facadeAccount(api)
@@ -55,6 +60,21 @@ t.test('a façade session routes calls and texts through each participant\'s own
 
   await service.sessions(s.sid).update({ status: 'closed' })
   const after = await (await driver.voice({ from: A, to: pA, callSid: 'CA-f3' })).text()
-  t.notMatch(after, /<Number>/, 'a closed session routes nothing')
+  t.notMatch(after, DIALS, 'a closed session routes nothing')
   for (const k of [x, y, s]) await service.sessions(k.sid).remove()
+
+  // Ttl: the sweep closes the session and ends its routing, with no request to the façade
+  const ttl = await service.sessions.create({ ttl: 60, participants: [{ Identifier: A }, { Identifier: B }] })
+  const [ta] = await service.sessions(ttl.sid).participants.list()
+  t.match(await (await driver.voice({ from: A, to: ta!.proxyIdentifier, callSid: 'CA-f4' })).text(), DIALS, 'routed while it lasts')
+  offset += 61_000
+  // no request to the façade: the sweep alone (watched in the database) closes it
+  const id = uuidOf('KC', ttl.sid)!
+  const closed = await eventually(async () => ((await api.svc.db.pool.oneFirst(sql.unsafe`SELECT status FROM twilio_sessions WHERE id = ${id}`)) === 'closed' ? true : undefined), 'the sweep', 5_000)
+  t.ok(closed)
+  // the native session ends right behind the close (a probe after the close is no interaction)
+  let probes = 0
+  const stopped = await eventually(async () => (DIALS.test(await (await driver.voice({ from: A, to: ta!.proxyIdentifier, callSid: `CA-f5-${++probes}` })).text()) ? undefined : true), 'the routing to stop', 2_000)
+  t.ok(stopped, 'not routed once the Ttl has passed')
+  t.match(await service.sessions(ttl.sid).fetch(), { status: 'closed', closedReason: 'ttl' })
 })
