@@ -7,7 +7,7 @@ import type { Queries } from './direct.js'
 import type { EventEnvelope } from './vocabulary/event-envelope.js'
 import { jsonb, type Db } from './transaction.js'
 import { guard } from './errors.js'
-import { facadeCallbackWanted } from './twilio-proxy-callbacks.js'
+import { facadeCallbackWanted, INTERACTION_CALLBACK } from './twilio-proxy-callbacks.js'
 
 const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 
@@ -87,6 +87,7 @@ export async function outboxRowsAfter(db: Db, q: { afterId: string; beforeId?: s
     const rows = await db.any(sql.unsafe`
       SELECT id, envelope::text AS json FROM outbox
       WHERE id > ${q.afterId}::uuid ${before} AND tenant_id = ANY(${sql.array(q.tenantIds, 'uuid')}) ${types}
+        AND type <> ${INTERACTION_CALLBACK}
       ORDER BY id LIMIT ${q.limit}`) as ReadonlyArray<{ id: string; json: string }>
     return rows.map(r => ({ id: r.id, json: r.json }))
   })

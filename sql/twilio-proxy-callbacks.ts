@@ -24,18 +24,38 @@ export interface FacadeOfNative {
 
 /** The façade session, Service and account behind a native session; null when it has none. */
 export async function facadeOfNative(db: Db, nativeId: string): Promise<FacadeOfNative | null> {
+  return facadeWhere(db, sql.fragment`s.id = (SELECT session_id FROM twilio_native_sessions WHERE native_id = ${nativeId})`, sql.fragment`n.native_id = ${nativeId}`)
+}
+
+/** The same for a façade session (its agent and customer participants: those of its latest native session, if any). */
+export async function facadeOfSession(db: Db, sessionId: string): Promise<FacadeOfNative | null> {
+  return facadeWhere(db, sql.fragment`s.id = ${sessionId}`, sql.fragment`n.session_id = ${sessionId}`)
+}
+
+async function facadeWhere(db: Db, session: ReturnType<typeof sql.fragment>, native: ReturnType<typeof sql.fragment>): Promise<FacadeOfNative | null> {
   return guard(async () => {
     const r = await db.maybeOne(sql.unsafe`
       SELECT s.id AS session_id, v.id AS service_id, v.tenant_id, v.callback_url, v.intercept_callback_url, a.sid, a.token_enc,
         n.agent_participant_id, n.customer_participant_id
-      FROM twilio_native_sessions n JOIN twilio_sessions s ON s.id = n.session_id JOIN twilio_services v ON v.id = s.service_id
-      JOIN twilio_accounts a ON a.tenant_id = v.tenant_id
-      WHERE n.native_id = ${nativeId}`)
+      FROM twilio_sessions s JOIN twilio_services v ON v.id = s.service_id JOIN twilio_accounts a ON a.tenant_id = v.tenant_id
+      LEFT JOIN LATERAL (SELECT * FROM twilio_native_sessions n WHERE ${native} ORDER BY n.native_id DESC LIMIT 1) n ON true
+      WHERE ${session}`)
     return r ? {
       sessionId: r.session_id, serviceId: r.service_id, tenantId: r.tenant_id, callbackUrl: r.callback_url, interceptUrl: r.intercept_callback_url,
       accountSid: r.sid, tokenEnc: r.token_enc, agentParticipantId: r.agent_participant_id, customerParticipantId: r.customer_participant_id,
     } : null
   })
+}
+
+/** The outbox type of a façade interaction's callback (not a maskline event: never on the stream). */
+export const INTERACTION_CALLBACK = 'twilio.interaction'
+
+/** A MessageInteraction's callback_url delivery, queued in the outbox (the dispatcher's retries). */
+export async function queueInteractionCallback(db: Db, q: { id: string; tenantId: string; sessionId: string; interactionId: string; now: number }): Promise<void> {
+  const envelope = { id: q.id, type: INTERACTION_CALLBACK, createdAt: new Date(q.now).toISOString(), data: { tenantId: q.tenantId, sessionId: q.sessionId, interactionId: q.interactionId } }
+  await guard(() => db.query(sql.unsafe`
+    INSERT INTO outbox (id, tenant_id, session_id, type, envelope, created_at, next_attempt_at)
+    VALUES (${q.id}, ${q.tenantId}, ${q.sessionId}, ${INTERACTION_CALLBACK}, ${JSON.stringify(envelope)}::jsonb, now(), now())`))
 }
 
 /** The native sessions whose Service has an intercept_callback_url (the router's memory). */

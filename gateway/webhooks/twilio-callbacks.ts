@@ -4,7 +4,7 @@
 // token. Same outbox, same retries; webhook_deliveries records each URL's attempts.
 import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
-import { facadeOfNative } from '../../sql/twilio-proxy-callbacks.js'
+import { facadeOfNative, facadeOfSession, INTERACTION_CALLBACK } from '../../sql/twilio-proxy-callbacks.js'
 import { getInteraction } from '../../sql/twilio-proxy-interactions.js'
 import type { OutboxEvent } from '../../sql/webhooks.js'
 import { interactionParams, signedForm } from '../../api/twilio-proxy/callback-params.js'
@@ -19,10 +19,12 @@ import { createHttpTransport } from './transport.js'
 export function facadeCallbackTargets(pool: DatabasePool, phoneKey: Buffer): (ev: OutboxEvent) => Promise<DeliveryTarget[]> {
   const cipher = tokenCipher(phoneKey)
   return async ev => {
-    if (!ev.sessionId || !/^(call|sms)\./.test(ev.type)) return []
-    const recordId = ev.envelope.data?.callId ?? ev.envelope.data?.smsId
+    const mine = ev.type === INTERACTION_CALLBACK // a MessageInteraction: its façade session and interaction
+    if (!ev.sessionId || !(mine || /^(call|sms)\./.test(ev.type))) return []
+    const data = ev.envelope.data as { callId?: string; smsId?: string; interactionId?: string } | undefined
+    const recordId = mine ? data?.interactionId : data?.callId ?? data?.smsId
     if (typeof recordId !== 'string') return []
-    const f = await facadeOfNative(pool, ev.sessionId)
+    const f = mine ? await facadeOfSession(pool, ev.sessionId) : await facadeOfNative(pool, ev.sessionId)
     if (!f?.callbackUrl) return []
     const row = await getInteraction(pool, f.sessionId, recordId)
     if (!row) return [] // deleted through the façade, or its session is gone

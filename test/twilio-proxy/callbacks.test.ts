@@ -1,5 +1,5 @@
 // A Service's callback_url (docs/twilio-proxy.md, Callbacks): each call and SMS of a façade session
-// and each status change of a call is POSTed to it as the Interaction's form, signed with
+// and each status change of a call, and each MessageInteraction, is POSTed to it as the Interaction's form, signed with
 // X-Twilio-Signature under the account's auth token (the `twilio` SDK's validateRequest accepts it,
 // under a wrong token it does not), through the webhook outbox: a failing receiver is retried, and
 // the retry carries the same interaction. Participant SIDs only, never a number or a text.
@@ -8,6 +8,7 @@ import twilio from 'twilio'
 import { startTelnyxService } from '../support/service.js'
 import { startWebhookReceiver, type ReceivedDelivery } from '../support/webhook-receiver.js'
 import { facadeAccount, poolNumber } from './support.js'
+import { floorId, outboxRowsAfter } from '../../sql/outbox.js'
 
 const A = '+14155550141', B = '+14155550142'
 
@@ -20,7 +21,7 @@ t.test('callback_url gets every interaction, signed, with retries', async t => {
   for (const p of [A, B]) api.partyNumbers.add(p)
   const receiver = await startWebhookReceiver()
   t.teardown(() => receiver.close())
-  const { client, authToken, accountSid } = await facadeAccount(api)
+  const { client, authToken, accountSid, tenantId } = await facadeAccount(api)
   const svc = await client.proxy.v1.services.create({ uniqueName: 'callbacks', callbackUrl: receiver.url })
   const service = client.proxy.v1.services(svc.sid)
   for (const n of [poolNumber(50), poolNumber(51)]) await service.phoneNumbers.create({ phoneNumber: n })
@@ -59,6 +60,15 @@ t.test('callback_url gets every interaction, signed, with retries', async t => {
   t.match(ended, { interactionSid: p.interactionSid, interactionData: '{"duration":"42"}', outboundResourceStatus: 'completed' })
   const sms = later.find(q => q.interactionType === 'Message')
   t.match(sms, { interactionSessionSid: s.sid, inboundParticipantSid: pb!.sid, outboundParticipantSid: pa!.sid, inboundResourceType: 'Message' })
+  // a MessageInteraction sent through the API is an interaction too
+  const mi = await service.sessions(s.sid).participants(pa!.sid).messageInteractions.create({ body: 'secret words' })
+  await receiver.waitFor(6)
+  t.match(form(receiver.deliveries[5]!), {
+    interactionSid: mi.sid, interactionType: 'Message', interactionSessionSid: s.sid, inboundParticipantSid: '',
+    outboundParticipantSid: pa!.sid, outboundResourceSid: mi.outboundResourceSid, outboundResourceStatus: 'sent',
+  })
+  const replayed = await outboxRowsAfter(api.svc.db.pool, { afterId: floorId(0), tenantIds: [tenantId], limit: 1000 })
+  t.ok(replayed.length > 0 && replayed.every(r => !r.json.includes('twilio.interaction')), 'the MessageInteraction callback is no stream event')
   for (const d of receiver.deliveries) {
     t.ok(twilio.validateRequest(authToken, d.headers['x-twilio-signature'] as string, receiver.url, form(d)))
     t.notMatch(d.body, /4155550|secret words|2025550/, 'no number, no text')
