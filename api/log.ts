@@ -12,7 +12,7 @@ import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'p
 
 /** Lower-case key names never logged with their value. */
 const SENSITIVE_KEYS: ReadonlySet<string> = new Set([
-  'authorization', 'cookie', 'set-cookie', 'password', 'apikey', 'apisecret', 'secret', 'token', 'accesstoken', 'refreshtoken',
+  'authorization', 'cookie', 'set-cookie', 'password', 'apikey', 'apisecret', 'secret', 'token', 'accesstoken', 'refreshtoken', 'authtoken', 'hmacsecret',
   'phone', 'to', 'from', 'text', 'body', 'rawbody', 'headers', 'query', 'url', 'e164',
 ])
 const REDACTED = '[redacted]'
@@ -80,8 +80,8 @@ export function createLogger(opts: LoggerSettings = {}): Logger {
 /**
  * Asynchronous, buffered stdout (issue 12): lines are appended to an array with a running length
  * and go out joined in one write once 64 KiB are pending, or at the latest 100 ms after they were
- * logged (8 KiB writes cost a session read ~1 µs more of service CPU: bench/RESULTS.md, eleventh
- * session). A line costs an array push: pino.destination (sonic-boom) measured the byte length of its
+ * logged (8 KiB writes cost a session read ~1 µs more of service CPU: bench/RESULTS.md, "Access
+ * log: the cost of a line"). A line costs an array push: pino.destination (sonic-boom) measured the byte length of its
  * whole pending buffer on every write, which cost ~2.7 µs a line (bench/access-log.bench.ts).
  * One process-wide instance, shared by every logger of the process.
  */

@@ -96,7 +96,7 @@ export interface RouteDef {
   /**
    * The handler reads `req.ip` (per-address throttles). Only these routes ask uWS for the peer
    * address: it comes as a new ArrayBuffer per request, ~4.6 µs of service CPU on a session read
-   * (its allocation and the collector's work for it; bench/RESULTS.md, eleventh session).
+   * (its allocation and the collector's work for it; bench/RESULTS.md, "What moved the figures", 365b23b).
    */
   clientIp?: boolean
   summary?: string

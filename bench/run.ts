@@ -6,7 +6,7 @@
 // Steps (--only picks scenarios; the baselines they are compared with come along):
 //   baselines  hello, callback-uws, fastify (bench/baselines/), verify (Ed25519 loop), insert (INSERT loop),
 //              record-ceiling (bench/baselines/record-ceiling.ts: callback work + call and outbox rows through raw pg)
-//   scenarios  voice (1), ed25519 (2), sms (3), create (4), read (5), memory (6), fanout (7)
+//   scenarios  voice (1), ed25519 (2), sms (3), create (4), read (5), memory (6), fanout (7), facade (8)
 //   optional   two-node (bench/scenarios/cluster.ts; REDIS_URL and DATABASE_URL): not in a full run, only
 //              through --only (and --smoke, where it skips without them); login-flood
 //              (bench/scenarios/login-flood.ts): only through --only;
@@ -38,6 +38,7 @@ import type { Ctx, Keys } from './scenarios/common.js'
 import { twoNodeScenario, twoNodeSkip } from './scenarios/cluster.js'
 import { fanoutScenario, fanoutThroughput } from './scenarios/fanout.js'
 import { loginFloodScenario } from './scenarios/login-flood.js'
+import { twilioProxyScenario } from './scenarios/twilio-proxy.js'
 import { bootFigures, engineHeap } from './scenarios/memory.js'
 import { createScenario, fetchTokens, readScenario } from './scenarios/rest.js'
 import { ensureServiceBuilt, serviceEntry, startService, type Service, type ServiceConfig } from './scenarios/service.js'
@@ -160,6 +161,7 @@ try {
 }
 if (has('memory')) await step('memory (engine heap)', () => engineHeap(ctx))
 if (has('fanout')) await step('fanout (stream ceiling)', () => fanoutThroughput(ctx))
+if (has('facade')) await step('facade (Twilio Proxy façade vs native)', () => twilioProxyScenario(ctx))
 if (has('login-flood')) await step('login-flood', () => loginFloodScenario(ctx))
 if (has('soak')) await step('soak', () => soakScenario(ctx, opts.minutes, opts.rateScale))
 

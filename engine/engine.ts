@@ -202,6 +202,9 @@ export class Engine {
 
   poolCounts(now: number): PoolCount[] { return this.#pool.counts(now) }
 
+  /** The provider a proxy number belongs to (proxy_numbers.provider): which one sends from it. */
+  numberProvider(number: string): string | undefined { return this.#pool.numbers.get(number as E164)?.group.provider }
+
   /** The pool alert's recipients: the tenants with a live session in the region (tenantsHolding). */
   tenantsLiveIn(region: string): TenantId[] { return tenantsHolding(this.#tenants.values(), this.#pool.regions.get(region)) }
 

@@ -2,7 +2,7 @@
 //
 // Why not one Map: a V8 Map grows by rehashing every entry into a table twice the size, in one
 // go. At a million sessions that is a stop of 50-250 ms on the main thread (crossing 2^20 entries
-// held up every request of a loaded node for ~175 ms: bench/RESULTS.md, twentieth session), where
+// held up every request of a loaded node for ~175 ms: bench/RESULTS.md, "What moved the figures", 647961d), where
 // the callback path answers in microseconds. In 256 shards each growth moves 1/256 of the
 // entries, and lookups cost two character reads more.
 

@@ -17,7 +17,7 @@
 // Sharded: 256 such tables, the low 8 bits of the hash choosing one and the bits above them the
 // slot in it. A table grows by moving every entry at once; one table for a million sessions (two
 // million parties) stopped the main thread for 20-250 ms at each growth (bench/route.bench.ts
-// create.max, bench/RESULTS.md twentieth session), a shard moves 1/256 of that.
+// create.max, bench/RESULTS.md, "What moved the figures", 647961d), a shard moves 1/256 of that.
 import type { LiveSession } from './live-session.js'
 
 const MAX_LOAD = 0.7

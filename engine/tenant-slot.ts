@@ -49,7 +49,7 @@ export class TenantSlot {
  * The tenants, by id, holding a number of `pool`: those with a live session in its region (a
  * number is held by one tenant while it has live sessions, and a ring holds exactly those). The
  * pool alert's recipients in O(tenants), where a DISTINCT over every live session in Postgres took
- * 0.4-0.9 s at a million sessions (bench/RESULTS.md, issue #13, thirty-fourth session).
+ * 0.4-0.9 s at a million sessions (bench/RESULTS.md, "What moved the figures", a8888cc).
  */
 export function tenantsHolding(slots: Iterable<TenantSlot>, pool: RegionPool | undefined): TenantId[] {
   const ids: TenantId[] = []

@@ -227,7 +227,7 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
   }
 }
 
-/** ioredis is loaded only with a REDIS_URL: importing it costs ~0.3 s of a boot (bench/RESULTS.md, thirty-first session). */
+/** ioredis is loaded only with a REDIS_URL: importing it costs ~0.3 s of a boot (bench/RESULTS.md, "What moved the figures", 18465a9). */
 export async function createBus(opts: { redisUrl: string | undefined; nodeId: string; stream: string; onError: (code: string) => void; maxLen?: number }): Promise<Bus> {
   return opts.redisUrl
     ? createRedisBus((await import('ioredis')).Redis, { url: opts.redisUrl, nodeId: opts.nodeId, stream: opts.stream, onError: opts.onError, ...(opts.maxLen ? { maxLen: opts.maxLen } : {}) })

@@ -9,6 +9,7 @@ import { validateSignatureConfig } from '../api/cpaas/signature.js'
 import { canonicalIp } from './http/client-ip.js'
 import { MasklineError } from '../engine/errors.js'
 import { DEFAULT_SIGNUP_MAX_WAIT_MS } from '../api/auth/hash-queue.js'
+import { parseNumberPool } from '../sql/number-pool.js'
 
 const Bool = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')])
 const Int = Type.String({ pattern: '^[0-9]+$' })
@@ -25,7 +26,7 @@ export const EnvSchema = Type.Object({
   PHONE_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$' })),
   NUMBER_POOL: Type.Optional(Type.String({ minLength: 1 })),
   NUMBER_COOLDOWN_SECONDS: Type.Optional(Int),
-  CPAAS_PROVIDER: Type.Optional(Type.Union([Type.Literal('sandbox'), Type.Literal('telnyx')])),
+  CPAAS_PROVIDER: Type.Optional(Type.Union([Type.Literal('sandbox'), Type.Literal('telnyx'), Type.Literal('twilio')])),
   CPAAS_SIGNATURE: Type.Optional(Type.Union([Type.Literal('telnyx-ed25519'), Type.Literal('hmac-sha1'), Type.Literal('none')])),
   TELNYX_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   TELNYX_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://.+/v2$' })),
@@ -34,6 +35,11 @@ export const EnvSchema = Type.Object({
   TELNYX_BACKUP_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
   TELNYX_BACKUP_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://.+/v2$' })),
   CPAAS_HMAC_SECRET: Type.Optional(Type.String({ minLength: 16 })),
+  TWILIO_ACCOUNT_SID: Type.Optional(Type.String({ pattern: '^AC[0-9a-fA-F]{32}$' })),
+  TWILIO_AUTH_TOKEN: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{32}$' })),
+  TWILIO_API_KEY: Type.Optional(Type.String({ pattern: '^SK[0-9a-fA-F]{32}$' })),
+  TWILIO_API_SECRET: Type.Optional(Type.String({ minLength: 16 })),
+  TWILIO_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   WEBHOOK_ALLOW_INSECURE: Type.Optional(Bool),
   TWILIO_PROXY_INTERCEPT_TIMEOUT_MS: Type.Optional(Int),
   RETENTION_DAYS: Type.Optional(Int),
@@ -52,7 +58,7 @@ export const EnvSchema = Type.Object({
 })
 type Env = Static<typeof EnvSchema>
 
-const SECRET_VARS = new Set(['JWT_SECRET', 'PHONE_KEY', 'TELNYX_API_KEY', 'TELNYX_BACKUP_API_KEY', 'CPAAS_HMAC_SECRET', 'DATABASE_URL', 'REDIS_URL'])
+const SECRET_VARS = new Set(['JWT_SECRET', 'PHONE_KEY', 'TELNYX_API_KEY', 'TELNYX_BACKUP_API_KEY', 'CPAAS_HMAC_SECRET', 'TWILIO_AUTH_TOKEN', 'TWILIO_API_KEY', 'TWILIO_API_SECRET', 'DATABASE_URL', 'REDIS_URL'])
 
 export interface Config {
   port: number
@@ -66,9 +72,13 @@ export interface Config {
   phoneKey: Buffer
   numberPool: string
   cooldownSeconds: number
-  provider: 'sandbox' | 'telnyx'
+  /** CPAAS_PROVIDER: the provider of NUMBER_POOL entries without `@provider`. */
+  provider: 'sandbox' | 'telnyx' | 'twilio'
+  /** CPAAS_SIGNATURE: how the callbacks under /v1/webhooks/cpaas are checked (Twilio's own are always checked with its Auth Token). */
   signature: 'telnyx-ed25519' | 'hmac-sha1' | 'none'
   telnyx: { apiKey?: string; baseUrl?: string; publicKey?: string; messagingProfileId?: string; backupApiKey?: string; backupBaseUrl?: string }
+  /** Twilio, when TWILIO_ACCOUNT_SID is set: REST credentials (the Auth Token, or an API key pair) and the webhook token. */
+  twilio: { accountSid: string; authToken: string; apiKey?: string; apiSecret?: string; baseUrl?: string } | null
   hmacSecret: string | undefined
   webhookAllowInsecure: boolean
   /** TWILIO_PROXY_INTERCEPT_TIMEOUT_MS: how long a call or SMS waits for a Service's intercept callback (default 2000). */
@@ -128,8 +138,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const metricsPort = e.METRICS_PORT === 'off' ? null : e.METRICS_PORT !== undefined ? Number(e.METRICS_PORT) : 9464
   if (metricsPort !== null && metricsPort > 65535) throw new ConfigError('invalid configuration: METRICS_PORT must be 0-65535 or off')
   const dataDir = resolve(e.DATA_DIR ?? './data')
-  const provider = e.CPAAS_PROVIDER ?? (e.TELNYX_API_KEY ? 'telnyx' : 'sandbox')
-  const signature = e.CPAAS_SIGNATURE ?? (provider === 'telnyx' ? 'telnyx-ed25519' : 'none')
+  const provider = e.CPAAS_PROVIDER ?? (e.TELNYX_API_KEY ? 'telnyx' : e.TWILIO_ACCOUNT_SID ? 'twilio' : 'sandbox')
+  // /v1/webhooks/cpaas serves Telnyx whenever Telnyx is configured, whichever provider is the default.
+  const signature = e.CPAAS_SIGNATURE ?? (provider === 'sandbox' ? 'none' : e.TELNYX_API_KEY || provider === 'telnyx' ? 'telnyx-ed25519' : 'hmac-sha1')
+  const twilio = twilioConfig(e)
+  if (provider === 'twilio' && !twilio) throw new ConfigError('invalid configuration: TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are required with CPAAS_PROVIDER=twilio')
+  // The /v1/webhooks/cpaas callbacks of a Twilio deployment are signed with its Auth Token unless told otherwise.
+  const hmacSecret = e.CPAAS_HMAC_SECRET ?? (provider === 'twilio' ? twilio?.authToken : undefined)
+  poolProviders(e.NUMBER_POOL ?? DEFAULT_NUMBER_POOL, provider, { telnyx: !!e.TELNYX_API_KEY, twilio: !!twilio })
   // One rule, one place: the refusal of unsigned callbacks lives with the verifiers.
   try {
     validateSignatureConfig(provider, signature)
@@ -138,7 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (provider === 'telnyx' && !e.TELNYX_API_KEY) throw new ConfigError('invalid configuration: TELNYX_API_KEY is required with CPAAS_PROVIDER=telnyx')
   if (signature === 'telnyx-ed25519' && !e.TELNYX_PUBLIC_KEY) throw new ConfigError('invalid configuration: TELNYX_PUBLIC_KEY is required with CPAAS_SIGNATURE=telnyx-ed25519')
-  if (signature === 'hmac-sha1' && !e.CPAAS_HMAC_SECRET) throw new ConfigError('invalid configuration: CPAAS_HMAC_SECRET is required with CPAAS_SIGNATURE=hmac-sha1')
+  if (signature === 'hmac-sha1' && !hmacSecret) throw new ConfigError('invalid configuration: CPAAS_HMAC_SECRET is required with CPAAS_SIGNATURE=hmac-sha1')
   const retentionDays = e.RETENTION_DAYS !== undefined ? Number(e.RETENTION_DAYS) : 90
   if (retentionDays < 30) throw new ConfigError('invalid configuration: RETENTION_DAYS must be at least 30')
   const streamReplayHours = e.STREAM_REPLAY_HOURS !== undefined ? Number(e.STREAM_REPLAY_HOURS) : 24
@@ -182,7 +198,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       backupApiKey: e.TELNYX_BACKUP_API_KEY,
       backupBaseUrl: e.TELNYX_BACKUP_BASE_URL,
     },
-    hmacSecret: e.CPAAS_HMAC_SECRET,
+    twilio,
+    hmacSecret,
     webhookAllowInsecure: e.WEBHOOK_ALLOW_INSECURE === 'true' || e.WEBHOOK_ALLOW_INSECURE === '1',
     interceptTimeoutMs: e.TWILIO_PROXY_INTERCEPT_TIMEOUT_MS !== undefined ? Math.max(1, Number(e.TWILIO_PROXY_INTERCEPT_TIMEOUT_MS)) : 2_000,
     retentionDays,
@@ -199,6 +216,40 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     busStream: e.BUS_STREAM,
     signupMaxWaitMs: e.SIGNUP_MAX_WAIT_MS !== undefined ? Number(e.SIGNUP_MAX_WAIT_MS) : DEFAULT_SIGNUP_MAX_WAIT_MS,
   }
+}
+
+/** TWILIO_*: all or nothing. The Auth Token is required even with an API key pair: Twilio signs
+ * its webhooks with it. */
+function twilioConfig(e: Env): Config['twilio'] {
+  const any = e.TWILIO_ACCOUNT_SID ?? e.TWILIO_AUTH_TOKEN ?? e.TWILIO_API_KEY ?? e.TWILIO_API_SECRET ?? e.TWILIO_BASE_URL
+  if (any === undefined) return null
+  if (!e.TWILIO_ACCOUNT_SID || !e.TWILIO_AUTH_TOKEN) {
+    throw new ConfigError('invalid configuration: TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are both required when any TWILIO_ variable is set (Twilio signs its webhooks with the Auth Token)')
+  }
+  if (!e.TWILIO_API_KEY !== !e.TWILIO_API_SECRET) throw new ConfigError('invalid configuration: TWILIO_API_KEY and TWILIO_API_SECRET go together')
+  return {
+    accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN,
+    ...(e.TWILIO_API_KEY ? { apiKey: e.TWILIO_API_KEY, apiSecret: e.TWILIO_API_SECRET! } : {}),
+    ...(e.TWILIO_BASE_URL ? { baseUrl: e.TWILIO_BASE_URL.replace(/\/+$/, '') } : {}),
+  }
+}
+
+/** Every provider NUMBER_POOL names (`@twilio`, or CPAAS_PROVIDER by default) must be configured. */
+function poolProviders(spec: string, provider: Config['provider'], configured: Record<'telnyx' | 'twilio', boolean>): void {
+  let numbers
+  try {
+    numbers = parseNumberPool(spec)
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
+  }
+  const named = new Set(numbers.flatMap(n => n.provider?.split('+') ?? []))
+  for (const p of named) {
+    if (!configured[p as 'telnyx' | 'twilio']) {
+      const need = p === 'twilio' ? 'TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN' : 'TELNYX_API_KEY'
+      throw new ConfigError(`invalid configuration: NUMBER_POOL names @${p} numbers, which need ${need}`)
+    }
+  }
+  if (provider === 'sandbox' && named.size > 0) throw new ConfigError('invalid configuration: NUMBER_POOL names a provider while CPAAS_PROVIDER=sandbox')
 }
 
 /** The listener's own URL: the base URL when PUBLIC_BASE_URL is unset, with the port it is bound to. */

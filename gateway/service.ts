@@ -21,7 +21,6 @@ import { analyticsRoutes } from '../api/routes/analytics.js'
 import { authRoutes } from '../api/routes/auth.js'
 import { billingRoutes } from '../api/routes/billing.js'
 import { configRoutes } from '../api/routes/config.js'
-import { cpaasRoutes } from '../api/cpaas/callbacks/routes.js'
 import { deviceRoutes } from '../api/routes/devices.js'
 import { healthRoutes, readinessRoute, type HealthChecks, type Readiness } from '../api/routes/health.js'
 import { numberRoutes } from '../api/routes/numbers.js'
@@ -46,6 +45,7 @@ import { openJournal, readLeftovers } from '../sql/journal.js'
 import { purgeOldRecords } from '../sql/retention.js'
 import { recordNumberRentals } from '../sql/billing.js'
 import { createSecretCipher } from '../sql/webhooks.js'
+import { startCpaas } from './cpaas.js'
 import { listenerUrl, type Config } from './config.js'
 import { orAfter } from '../api/app/deadline.js'
 import { busStreamName, createBus, type Bus, type BusMessage } from './bus.js'
@@ -58,15 +58,11 @@ import { createReplayer } from './replay.js'
 import { createEventOrder } from './event-order.js'
 import { sessionChangeWatermark } from '../sql/session-changes.js'
 import { TenantDirectory } from '../api/app/tenant-directory.js'
-import { createCallbackHandlers } from '../api/cpaas/callbacks/handlers.js'
 import { loadOptOutSet } from '../api/cpaas/sms/opt-out.js'
 import { createSmsCompliance } from '../api/cpaas/sms/compliance.js'
 import { startPoolAlerter, type PoolAlerter } from '../api/app/pool-alerts.js'
 import { recordPoolRefusal } from '../sql/pool-alerts.js'
 import { ApiProblem } from '../api/route.js'
-import { createSignatureVerifier } from '../api/cpaas/signature.js'
-import { FailoverProvider } from '../api/cpaas/failover.js'
-import { SandboxProvider } from '../api/cpaas/sandbox-provider.js'
 import { createDispatcher } from './webhooks/dispatcher.js'
 import { facadeCallbackTargets, facadeIntercept, facadeOutOfSession, type OutOfSession } from './webhooks/twilio-callbacks.js'
 import { registerStream, type Stream } from './stream/stream.js'
@@ -320,34 +316,19 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const poolAlerts = await startPoolAlerter({ db: db.pool, engine, log, now, announce: envs => fanOut(envs) })
     closers.unshift(() => poolAlerts.close())
 
-    // The telnyx SDK is loaded only when it is the provider: importing it costs ~0.5 s of every
-    // boot (bench/RESULTS.md, thirty-first session).
-    const { TelnyxProvider } = cfg.provider === 'telnyx' ? await import('../api/cpaas/telnyx/provider.js') : { TelnyxProvider: null }
-    const provider = new FailoverProvider(
-      TelnyxProvider
-        ? new TelnyxProvider({ name: 'telnyx', apiKey: cfg.telnyx.apiKey!, ...(cfg.telnyx.baseUrl ? { baseURL: cfg.telnyx.baseUrl } : {}), ...(cfg.telnyx.messagingProfileId ? { messagingProfileId: cfg.telnyx.messagingProfileId } : {}) })
-        : new SandboxProvider('sandbox', log),
-      TelnyxProvider && cfg.telnyx.backupApiKey
-        ? new TelnyxProvider({ name: 'telnyx-backup', apiKey: cfg.telnyx.backupApiKey, ...(cfg.telnyx.backupBaseUrl ? { baseURL: cfg.telnyx.backupBaseUrl } : {}), ...(cfg.telnyx.messagingProfileId ? { messagingProfileId: cfg.telnyx.messagingProfileId } : {}) })
-        : undefined,
-      { now },
-    )
+    const cpaas = await startCpaas(cfg, { log, now, publicBaseUrl: () => services.config.publicBaseUrl, numberProvider: n => engine.numberProvider(n) })
+    const provider = cpaas.provider
     services.cpaasHealth = () => provider.health()
     const intercept = facadeIntercept({ pool: db.pool, phoneKey: cfg.phoneKey, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
     await intercept.reload()
     closers.unshift(() => intercept.close())
     // Made once the façade's deps are (below): it creates sessions as the façade does.
     let outOfSession: OutOfSession | null = null
-    const callbacks = createCallbackHandlers({
+    const callbackRoutes = cpaas.routes({
       intercept, outOfSession: { check: q => outOfSession?.check(q) },
-      engine, tenants, hashParty, records, callCounter, provider, sandbox: cfg.provider === 'sandbox', log, now,
+      engine, tenants, hashParty, records, callCounter, log, now,
       publicBaseUrl: () => services.config.publicBaseUrl, countCallback: metrics.callback,
       smsCompliance: createSmsCompliance({ optOuts, tenants, hashParty, records, provider, log, now }),
-    })
-    const verifier = createSignatureVerifier({
-      mode: cfg.signature, publicBaseUrl: () => services.config.publicBaseUrl, now,
-      ...(cfg.telnyx.publicKey ? { telnyxPublicKey: cfg.telnyx.publicKey } : {}),
-      ...(cfg.hmacSecret ? { hmacSecret: cfg.hmacSecret } : {}),
     })
 
     // Other nodes (issue 17): reload what they committed from Postgres (the bus never carries
@@ -398,7 +379,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     closers.unshift(() => clearInterval(facadeSweep))
     const routes = [
       ...authRoutes, ...sessionRoutes, ...callRoutes, ...configRoutes, ...deviceRoutes, ...numberRoutes,
-      ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...cpaasRoutes(callbacks),
+      ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...callbackRoutes,
       ...analyticsRoutes, ...billingRoutes, ...twilioCredentialRoutes(proxyAuth),
     ]
     routes.push(...consoleRoutes(routes)) // the operator console's API: the same handlers for user tokens (#15)
@@ -408,7 +389,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       services,
       routes: [...routes, ...twilioProxyRoutes(facade)],
       checkResponses: opts.checkResponses ?? false,
-      verifyCallback: req => verifier.verify(req),
+      verifyCallback: req => cpaas.verifyCallback(req),
       metrics: metrics.requests,
       accessLog: cfg.accessLog,
       ws: app => {

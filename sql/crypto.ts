@@ -8,7 +8,7 @@
 // GF(2^128)). Two paths use that (class Gcm), both reading and writing the very same format:
 // - encrypt(): two per session create (agent and customer), one per target swap. Node's
 //   createCipheriv costs ~5.9 µs and a native object per call, whose weak handle every young
-//   generation collection then walks (bench/RESULTS.md, twentieth and twenty-first sessions).
+//   generation collection then walks (bench/RESULTS.md, "What moved the figures", d01f2f6).
 //   Its GHASH is constant-time (no branch or memory read depends on H or the data): a client
 //   chooses the plaintext and can time the answer.
 // - decryptPacked(): boot decrypts two numbers per live session (two million at a million

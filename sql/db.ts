@@ -95,7 +95,7 @@ export async function openDatabase(opts: OpenDatabaseOptions): Promise<Database>
  * The embedded server's buffer pool. PGlite runs in this process, so its pool is resident memory
  * beside the engine's: Postgres's default 128MB filled up during the boot's scan of the sessions
  * (TID range scans take no ring buffer) and held a million-session node at 1,049-1,085 MiB RSS
- * against issue #13's 1 GB, where 16MB gives 930-937 MiB (bench/RESULTS.md, twenty-second session). A page
+ * against a 1 GB bar, where 16MB gives 930-937 MiB (bench/RESULTS.md, "What moved the figures", 750539a). A page
  * missing from the pool is read from DATA_DIR's files, which the kernel's page cache keeps,
  * outside the process.
  */

@@ -144,7 +144,7 @@ export async function openJournal(opts: { dir: string; dbId: string; segmentByte
     // O_DSYNC: each write returns once its data is on disk, so a group costs one trip through
     // libuv's thread pool instead of two (write, then fdatasync). Handing a job to the pool costs
     // the event loop ~25 µs of CPU on the 2-vCPU VMs here (presumably the wake-up of a worker
-    // thread), measured on the main thread's own CPU clock (bench/RESULTS.md, #12, 13th session).
+    // thread), measured on the main thread's own CPU clock (bench/RESULTS.md, "What moved the figures", 6a18633).
     // Read too: spilled batches are read back.
     const fh = await open(path, constants.O_APPEND | constants.O_CREAT | constants.O_RDWR | constants.O_DSYNC)
     const header = `${JSON.stringify({ db: opts.dbId, pid: process.pid, at: new Date().toISOString() })}\n`

@@ -16,10 +16,18 @@ const REGION = /^[A-Z][A-Z0-9_-]{0,15}$/
 export interface PoolNumber {
   region: string
   number: string
+  /** The entry's `@provider` (e.g. 'twilio', or 'twilio+telnyx' for a number both can send
+   * from, in order of preference); undefined: the deployment's default provider. */
+  provider?: string
 }
 
+/** The providers a NUMBER_POOL entry may name after `@`. */
+export const POOL_PROVIDERS = ['telnyx', 'twilio'] as const
+const PROVIDER = /^[a-z]+(\+[a-z]+)*$/
+
 /**
- * Parses `REGION:+E164-+E164;REGION:+E164;…` (ranges are inclusive and keep the digit count).
+ * Parses `REGION:+E164-+E164;REGION:+E164@twilio;…` (ranges are inclusive and keep the digit
+ * count; `@provider` names the provider of the entry's numbers, `@twilio+telnyx` both in order).
  * Pure; throws an Error naming the bad entry. Duplicates are dropped, first region wins.
  */
 export function parseNumberPool(spec: string): PoolNumber[] {
@@ -32,7 +40,17 @@ export function parseNumberPool(spec: string): PoolNumber[] {
     if (colon < 1) throw new Error(`NUMBER_POOL entry "${entry}" needs REGION:number`)
     const region = entry.slice(0, colon).trim().toUpperCase()
     if (!REGION.test(region)) throw new Error(`NUMBER_POOL entry "${entry}": bad region`)
-    const body = entry.slice(colon + 1).replace(/\s+/g, '')
+    let body = entry.slice(colon + 1).replace(/\s+/g, '')
+    const at = body.indexOf('@')
+    let provider: string | undefined
+    if (at !== -1) {
+      provider = body.slice(at + 1).toLowerCase()
+      body = body.slice(0, at)
+      const names = provider.split('+')
+      if (!PROVIDER.test(provider) || names.some(n => !(POOL_PROVIDERS as readonly string[]).includes(n)) || new Set(names).size !== names.length) {
+        throw new Error(`NUMBER_POOL entry "${entry}": provider must be ${POOL_PROVIDERS.join(' or ')}, or both joined by +`)
+      }
+    }
     const dash = body.indexOf('-', 1)
     const first = dash === -1 ? body : body.slice(0, dash)
     const last = dash === -1 ? body : body.slice(dash + 1)
@@ -46,13 +64,15 @@ export function parseNumberPool(spec: string): PoolNumber[] {
       const number = `+${n.toString().padStart(first.length - 1, '0')}`
       if (seen.has(number)) continue
       seen.add(number)
-      out.push({ region, number })
+      out.push(provider === undefined ? { region, number } : { region, number, provider })
     }
   }
   return out
 }
 
-/** Adds the pool's numbers; numbers already present are kept as they are. Returns how many were new. */
+/** Adds the pool's numbers; numbers already present keep their region and holder and take the
+ * provider NUMBER_POOL gives them now (`provider`: the default for entries without `@`). Returns
+ * how many were new. */
 export async function seedNumbers(db: Db, spec: string = DEFAULT_NUMBER_POOL, provider = 'telnyx'): Promise<number> {
   const numbers = parseNumberPool(spec)
   return guard(async () => {
@@ -61,10 +81,11 @@ export async function seedNumbers(db: Db, spec: string = DEFAULT_NUMBER_POOL, pr
       const chunk = numbers.slice(i, i + 5_000)
       const rows = await db.anyFirst(sql.unsafe`
         INSERT INTO proxy_numbers (number, region, provider)
-        SELECT n, r, ${provider} FROM unnest(${sql.array(chunk.map(c => c.number), 'text')}, ${sql.array(chunk.map(c => c.region), 'text')}) AS u(n, r)
-        ON CONFLICT (number) DO NOTHING
-        RETURNING number`)
-      added += rows.length
+        SELECT n, r, p FROM unnest(${sql.array(chunk.map(c => c.number), 'text')}, ${sql.array(chunk.map(c => c.region), 'text')},
+          ${sql.array(chunk.map(c => c.provider ?? provider), 'text')}) AS u(n, r, p)
+        ON CONFLICT (number) DO UPDATE SET provider = EXCLUDED.provider WHERE proxy_numbers.provider <> EXCLUDED.provider
+        RETURNING xmax = 0 AS inserted`)
+      added += rows.filter(Boolean).length
     }
     return added
   })

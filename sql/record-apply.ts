@@ -108,7 +108,7 @@ export type Result = string | boolean | SmsClaim | null
 /**
  * Each event's JSON text, made once: a call given its events carries them twice, in its journal
  * line (opsJson) and in the statement that writes them (insertCalls), and the envelope is most of
- * a call's text (bench/RESULTS.md, issue #12, fourteenth session). A voice fetch's own are made
+ * a call's text (bench/RESULTS.md, "What moved the figures", 1d15548). A voice fetch's own are made
  * at apply instead (CALL_START) and never journaled.
  */
 const envelopeTexts = new WeakMap<EventEnvelope, string>()

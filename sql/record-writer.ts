@@ -5,7 +5,7 @@
 // committed `journalAfterMs` (20 ms) after its cut is appended to it, and so is every pending
 // batch when a caller needs its operations to survive a crash (`sync`: an SMS is acknowledged only
 // then), past the memory bound, and at close. A batch that commits in time never touches the disk
-// (appending every batch cost the voice path an O_DSYNC write per 10 ms: bench/RESULTS.md, #12).
+// (appending every batch cost the voice path an O_DSYNC write per 10 ms: bench/RESULTS.md, "What moved the figures", cfa5b7e).
 //
 // Nothing the service answered for is forgotten (issue 18):
 // - A batch Postgres cannot take now (connection lost, server down, deadlock) is retried with

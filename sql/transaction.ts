@@ -67,8 +67,8 @@ export function jsonb(v: unknown) {
 /**
  * The text of a Postgres array literal (`{"a","b",NULL}`), for a parameter cast to a typed array:
  * `unnest($1::uuid[], $2::text[], …)` inserts a batch with less Postgres CPU than
- * jsonb_to_recordset of one jsonb parameter (~1.5 µs a call row: bench/RESULTS.md, thirty-second
- * session). Strings are always quoted, `"` and `\` escaped; null is NULL; numbers and booleans bare.
+ * jsonb_to_recordset of one jsonb parameter (~1.5 µs a call row: bench/RESULTS.md, "What moved
+ * the figures", 0ea0e49). Strings are always quoted, `"` and `\` escaped; null is NULL; numbers and booleans bare.
  */
 export function arrayLiteral(values: ReadonlyArray<string | number | boolean | null>): string {
   let out = '{'

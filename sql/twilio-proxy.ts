@@ -33,6 +33,24 @@ export async function upsertAccount(db: Db, a: TwilioAccountRow, now: number): P
     RETURNING sid`) as Promise<string>)
 }
 
+/** A live API key (not revoked): its tenant and the MAC of its secret. */
+export async function apiKeyBySid(db: Db, sid: string): Promise<{ tenantId: string; secretMac: Buffer } | null> {
+  return guard(async () => {
+    const r = await db.maybeOne(sql.unsafe`SELECT tenant_id, secret_mac FROM twilio_api_keys WHERE sid = ${sid} AND revoked_at IS NULL`)
+    return r ? { tenantId: r.tenant_id, secretMac: r.secret_mac } : null
+  })
+}
+
+export async function insertApiKey(db: Db, k: { sid: string; tenantId: string; secretMac: Buffer }, now: number): Promise<void> {
+  await guard(() => db.query(sql.unsafe`
+    INSERT INTO twilio_api_keys (sid, tenant_id, secret_mac, created_at) VALUES (${k.sid}, ${k.tenantId}, ${sql.binary(k.secretMac)}, ${ts(now)})`))
+}
+
+export async function revokeApiKey(db: Db, tenantId: string, sid: string, now: number): Promise<boolean> {
+  return guard(async () => (await db.query(sql.unsafe`
+    UPDATE twilio_api_keys SET revoked_at = ${ts(now)} WHERE tenant_id = ${tenantId} AND sid = ${sid} AND revoked_at IS NULL`)).rowCount > 0)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Services
 

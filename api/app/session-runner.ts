@@ -431,7 +431,7 @@ const CHANNELS_JSON = { 1: JSON.stringify(channelNames(1)), 2: JSON.stringify(ch
 /**
  * viewOf's answer as JSON text, written directly: a live session's GET (issue 13) skips parsing
  * its metadata, the view object, the allow-list copy and JSON.stringify (~2.5 µs of a ~18 µs read,
- * bench/RESULTS.md, eleventh session). The fields in the schema's order; the metadata as stored
+ * bench/RESULTS.md, "What moved the figures", 4e6f263). The fields in the schema's order; the metadata as stored
  * (JSON text in jsonb's key order); ids, enums, numbers and timestamps need no escaping.
  * test/api/sessions-memory-read.test.ts compares it with Postgres's answer in every state, and
  * with checkResponses every answer is checked against the schema (gateway/http/app.ts).

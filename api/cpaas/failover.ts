@@ -23,6 +23,8 @@ export interface FailoverSendResult extends SendResult {
   providerName: string
 }
 
+/** One fixed chain, primary then backup (the service composes a ProviderRouter, which picks the
+ * chain by the number a message is sent from: provider-router.ts). */
 export class FailoverProvider implements SmsProvider {
   readonly name = 'failover'
   readonly primary: SmsProvider
@@ -39,17 +41,7 @@ export class FailoverProvider implements SmsProvider {
 
   async sendSms(msg: SmsMessage): Promise<FailoverSendResult> {
     const { primary, backup, primaryBreaker, backupBreaker } = this
-    if (!primaryBreaker.canRequest()) {
-      if (backup && backupBreaker) return this.#via(backup, backupBreaker, msg)
-      throw circuitOpenError()
-    }
-    try {
-      return await this.#via(primary, primaryBreaker, msg)
-    } catch (err) {
-      const perr = toProviderError(err)
-      if (!backup || !backupBreaker || perr.ambiguous || !perr.providerFault) throw perr
-      return this.#via(backup, backupBreaker, msg)
-    }
+    return sendThrough(backup && backupBreaker ? [[primary, primaryBreaker], [backup, backupBreaker]] : [[primary, primaryBreaker]], msg)
   }
 
   /** For GET /v1/health/cpaas: `{ providers: health(), timestamp }`. */
@@ -58,9 +50,28 @@ export class FailoverProvider implements SmsProvider {
     if (this.backupBreaker) out.push(this.backupBreaker.snapshot())
     return out
   }
+}
 
-  async #via(provider: SmsProvider, breaker: CircuitBreaker, msg: SmsMessage): Promise<FailoverSendResult> {
-    const r = await breaker.execute(() => provider.sendSms(msg))
-    return { providerMessageId: r.providerMessageId, providerName: provider.name }
+/** A provider and its breaker, in the order they are tried. */
+export type Link = readonly [SmsProvider, CircuitBreaker]
+
+/**
+ * Sends through the first link whose breaker lets a request through; when that send fails
+ * unambiguously on the provider's side (see the header), once more through the next one, and so on.
+ * Every link refusing (breakers open): `provider-circuit-open`, nothing was sent.
+ */
+export async function sendThrough(chain: readonly Link[], msg: SmsMessage): Promise<FailoverSendResult> {
+  let last: unknown = null
+  for (const [provider, breaker] of chain) {
+    if (!breaker.canRequest()) continue
+    try {
+      const r = await breaker.execute(() => provider.sendSms(msg))
+      return { providerMessageId: r.providerMessageId, providerName: provider.name }
+    } catch (err) {
+      const perr = toProviderError(err)
+      if (perr.ambiguous || !perr.providerFault) throw perr
+      last = perr
+    }
   }
+  throw last ?? circuitOpenError()
 }

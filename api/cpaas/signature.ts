@@ -14,7 +14,7 @@ import { createMac } from '../../sql/vocabulary/mac.js'
 import { canonicalFormString, formPairs, type FormPair } from './form.js'
 
 export type SignatureMode = 'telnyx-ed25519' | 'hmac-sha1' | 'none'
-export type CpaasProviderKind = 'sandbox' | 'telnyx'
+export type CpaasProviderKind = 'sandbox' | 'telnyx' | 'twilio'
 
 export type VerifyFailure =
   | 'missing-signature'

@@ -14,3 +14,11 @@ export const TwilioCredentialsView = Type.Object({
   accountSid: Nullable(Type.String({ pattern: '^AC[0-9a-f]{32}$' })),
   baseUrl: Type.String(),
 })
+
+export const TwilioApiKeyIssued = Type.Object({
+  sid: Type.String({ pattern: '^SK[0-9a-f]{32}$', description: 'The Basic user name; give the SDK the accountSid too: twilio(sid, secret, { accountSid })' }),
+  secret: Type.String({ pattern: '^[0-9a-f]{32}$', description: 'The Basic password. Shown once: only a MAC of it is kept' }),
+  accountSid: Type.String({ pattern: '^AC[0-9a-f]{32}$' }),
+})
+
+export const TwilioApiKeyParams = Type.Object({ sid: Type.String({ pattern: '^SK[0-9a-f]{32}$' }) })

@@ -1,4 +1,4 @@
-// HTTP Basic `AC…:authToken` for /proxy (docs/twilio-proxy.md). A verified Authorization header is
+// HTTP Basic `AC…:authToken` (or `SK…:secret`) for /proxy (docs/twilio-proxy.md). A verified Authorization header is
 // remembered for a minute, so a request costs one Map lookup after the first; a rotation on this
 // node forgets the account's entries at once (another node within that minute). Then the
 // tenant's request limit, as on the native API, answered 429 / 20429.
@@ -6,17 +6,30 @@ import { Recent } from '../../engine/recent.js'
 import { TIER_LIMITS, type Tier } from '../../engine/types.js'
 import { WINDOW_MS } from '../rate-limit/limiter.js'
 import type { Services } from '../services.js'
-import { accountBySid } from '../../sql/twilio-proxy.js'
+import { accountBySid, accountOfTenant, apiKeyBySid } from '../../sql/twilio-proxy.js'
 import { tokenMatches } from './credentials.js'
 import { authenticate, tooManyRequests } from './errors.js'
 
 export interface ProxyAuth { tenantId: string; accountSid: string; tier: Tier; salt: Buffer }
 
-interface Cached { accountSid: string; tenantId: string; generation: number }
+/** `credential`: the AC or SK SID the header named (a rotation or revocation bumps its generation). */
+interface Cached { accountSid: string; tenantId: string; generation: number; credential: string }
+
+async function byAccount(services: Services, sid: string, token: string) {
+  const account = await accountBySid(services.db, sid)
+  return account && tokenMatches(services.phoneKey, token, account.tokenMac) ? account : null
+}
+
+/** An API key's secret is checked like a token; the account is the tenant's. */
+async function byApiKey(services: Services, sid: string, secret: string) {
+  const key = await apiKeyBySid(services.db, sid)
+  if (!key || !tokenMatches(services.phoneKey, secret, key.secretMac)) return null
+  return accountOfTenant(services.db, key.tenantId)
+}
 
 const CACHE_MAX = 10_000
 const CACHE_AGE_MS = 60_000
-const SID = /^AC[0-9a-fA-F]{32}$/
+const SID = /^(AC|SK)[0-9a-fA-F]{32}$/
 
 export function createProxyAuthenticator(now: () => number) {
   const cache = new Recent<Cached>(CACHE_MAX, { maxAgeMs: CACHE_AGE_MS, now })
@@ -26,17 +39,17 @@ export function createProxyAuthenticator(now: () => number) {
   async function verify(services: Services, header: string | undefined): Promise<Cached> {
     if (!header || header.length > 512 || header.slice(0, 6).toLowerCase() !== 'basic ') throw authenticate()
     const hit = cache.get(header)
-    if (hit && hit.generation === generation(hit.accountSid)) return hit
+    if (hit && hit.generation === generation(hit.credential)) return hit
     const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8')
     const colon = decoded.indexOf(':')
     const user = colon === -1 ? '' : decoded.slice(0, colon)
     const pass = colon === -1 ? '' : decoded.slice(colon + 1)
     if (!SID.test(user)) throw authenticate()
-    const sid = `AC${user.slice(2).toLowerCase()}`
+    const sid = `${user.slice(0, 2).toUpperCase()}${user.slice(2).toLowerCase()}`
     const gen = generation(sid)
-    const account = await accountBySid(services.db, sid)
-    if (!account || !tokenMatches(services.phoneKey, pass, account.tokenMac)) throw authenticate()
-    const entry = { accountSid: account.sid, tenantId: account.tenantId, generation: gen }
+    const account = sid.startsWith('AC') ? await byAccount(services, sid, pass) : await byApiKey(services, sid, pass)
+    if (!account) throw authenticate()
+    const entry = { accountSid: account.sid, tenantId: account.tenantId, generation: gen, credential: sid }
     cache.set(header, entry)
     return entry
   }
@@ -50,9 +63,9 @@ export function createProxyAuthenticator(now: () => number) {
       if (d && !d.allowed) throw tooManyRequests()
       return { tenantId: c.tenantId, accountSid: c.accountSid, tier: meta.tier, salt: meta.salt }
     },
-    /** The account's token changed here: its cached headers no longer count. */
-    rotated(accountSid: string): void {
-      generations.set(accountSid, generation(accountSid) + 1)
+    /** An account's token changed, or an API key was revoked, here: its cached headers no longer count. */
+    rotated(sid: string): void {
+      generations.set(sid, generation(sid) + 1)
     },
   }
 }

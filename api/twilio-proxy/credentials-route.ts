@@ -1,11 +1,11 @@
 // The maskline side of the façade's credentials: the tenant's OWNER issues (or rotates) the
 // Twilio-shaped account SID and auth token with a dashboard token; the token is shown once.
 import { isoTime } from '../../sql/vocabulary/iso-time.js'
-import { accountOfTenant, upsertAccount } from '../../sql/twilio-proxy.js'
-import { Role, route, type RouteDef } from '../route.js'
-import { TwilioCredentialsIssued, TwilioCredentialsView } from '../schemas/twilio-proxy.js'
+import { accountOfTenant, insertApiKey, revokeApiKey, upsertAccount } from '../../sql/twilio-proxy.js'
+import { ApiProblem, Role, route, type RouteDef } from '../route.js'
+import { TwilioApiKeyIssued, TwilioApiKeyParams, TwilioCredentialsIssued, TwilioCredentialsView } from '../schemas/twilio-proxy.js'
 import type { ProxyAuthenticator } from './auth.js'
-import { newAccountSid, newAuthToken, tokenCipher, tokenMac } from './credentials.js'
+import { newAccountSid, newApiKeySid, newAuthToken, tokenCipher, tokenMac } from './credentials.js'
 import { PROXY_PREFIX } from './router.js'
 
 export function twilioCredentialRoutes(auth: ProxyAuthenticator): RouteDef[] {
@@ -34,6 +34,31 @@ export function twilioCredentialRoutes(auth: ProxyAuthenticator): RouteDef[] {
       async handler(req) {
         const a = await accountOfTenant(req.services.db, req.auth!.tenantId)
         return { status: 200, body: { accountSid: a?.sid ?? null, baseUrl: `${req.services.config.publicBaseUrl}${PROXY_PREFIX}` } }
+      },
+    }),
+    route({
+      method: 'POST', path: '/v1/twilio-proxy/api-keys', auth: 'user', roles: [Role.OWNER],
+      summary: 'Issue a Twilio Proxy façade API key (SK…; the secret is shown once); the account credentials must exist',
+      response: { 201: TwilioApiKeyIssued }, problems: ['unauthorized', 'forbidden', 'rate-limit', 'conflict'],
+      async handler(req) {
+        const s = req.services
+        const account = await accountOfTenant(s.db, req.auth!.tenantId)
+        if (!account) throw new ApiProblem('conflict', 'Issue the account credentials first (POST /v1/twilio-proxy/credentials)')
+        const sid = newApiKeySid()
+        const secret = newAuthToken()
+        await insertApiKey(s.db, { sid, tenantId: account.tenantId, secretMac: tokenMac(s.phoneKey, secret) }, s.now())
+        return { status: 201, body: { sid, secret, accountSid: account.sid } }
+      },
+    }),
+    route({
+      method: 'DELETE', path: '/v1/twilio-proxy/api-keys/:sid', auth: 'user', roles: [Role.OWNER],
+      summary: 'Revoke a Twilio Proxy façade API key (at once on this node, within a minute on the others)',
+      params: TwilioApiKeyParams, response: { 204: null }, problems: ['validation', 'unauthorized', 'forbidden', 'rate-limit', 'not-found'],
+      async handler(req) {
+        const sid = (req.params as { sid: string }).sid
+        if (!await revokeApiKey(req.services.db, req.auth!.tenantId, sid, req.services.now())) throw new ApiProblem('not-found', 'No such API key')
+        auth.rotated(sid)
+        return { status: 204 }
       },
     }),
   ]

@@ -27,6 +27,10 @@ export function newAccountSid(): string {
   return `AC${randomBytes(16).toString('hex')}`
 }
 
+export function newApiKeySid(): string {
+  return `SK${randomBytes(16).toString('hex')}`
+}
+
 export function newAuthToken(): string {
   return randomBytes(16).toString('hex')
 }

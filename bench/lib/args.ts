@@ -1,5 +1,5 @@
 // Command line of `npm run bench`: `[--smoke] [--profile] [--sessions N] [--only a,b] [--duration s] [--connections N] [--minutes N] [--rate-scale x]`.
-export const SCENARIO_IDS = ['voice', 'ed25519', 'sms', 'create', 'read', 'memory', 'fanout'] as const
+export const SCENARIO_IDS = ['voice', 'ed25519', 'sms', 'create', 'read', 'memory', 'fanout', 'facade'] as const
 export type ScenarioId = (typeof SCENARIO_IDS)[number]
 
 export const BASELINE_IDS = ['hello', 'callback-uws', 'fastify', 'verify', 'insert', 'record-ceiling'] as const
@@ -28,6 +28,7 @@ export const NEEDS: Record<ScenarioId, readonly BaselineId[]> = {
   read: ['hello'],
   memory: [],
   fanout: [],
+  facade: [],
 }
 
 export interface Options {

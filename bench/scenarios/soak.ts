@@ -16,12 +16,12 @@ import { sql } from 'slonik'
 import { SUBSCRIBABLE_EVENTS } from '../../sql/vocabulary/event-envelope.js'
 import { privateCluster } from '../../test/support/pg-cluster.js'
 import { privateRedis } from '../../test/support/redis-server.js'
-import { startWebhookReceiver } from '../../test/support/webhook-receiver.js'
 import { createBenchDatabase } from '../lib/database.js'
 import { agentOf, customerOf, loadPopulation, sessionIdOf, tenantIdOf, tenantOfSession, proxyOf, type Population } from '../lib/population.js'
 import { freePort, sleep } from '../lib/proc.js'
 import { progress } from '../lib/results.js'
 import { scaledRates, startSoakLoad, type LiveSession } from '../lib/soak-load.js'
+import { startReceiverProcess } from '../lib/soak-receiver.js'
 import { sampleNode, type NodeSample } from '../lib/soak-sample.js'
 import { judgeSoak, minuteTable, type Window } from '../lib/soak-report.js'
 import type { Ctx } from './common.js'
@@ -64,7 +64,7 @@ export async function soakScenario(ctx: Ctx, minutes: number, scale: number): Pr
       nodes.push({ svc, metrics, journal: join(dataDir, 'journal') })
     }
     const tokens = await fetchTokens(nodes[0]!.svc, loaded.primary)
-    const receiver = await startWebhookReceiver()
+    const receiver = await startReceiverProcess()
     td.teardown(() => receiver.close())
     for (const token of tokens) {
       const res = await fetch(`${nodes[0]!.svc.url}/v1/webhooks`, {
@@ -125,7 +125,7 @@ export async function soakScenario(ctx: Ctx, minutes: number, scale: number): Pr
     const events = await d.pool.any(sql.unsafe`
       SELECT id::text, tenant_id::text AS tenant, type, extract(epoch FROM created_at) * 1000 AS at, done_at IS NULL AS retrying FROM outbox
       WHERE created_at >= to_timestamp(${started / 1000})`) as ReadonlyArray<{ id: string; tenant: string; type: string; at: number; retrying: boolean }>
-    const delivered = new Set(receiver.accepted().map(x => x.json.id))
+    const delivered = new Set(await receiver.acceptedIds())
     const subscribable = new Set<string>(SUBSCRIBABLE_EVENTS)
     // Not at the receiver: waiting for a later attempt (not lost), or done without it (lost).
     const missing = events.filter(e => subscribable.has(e.type) && !delivered.has(e.id))

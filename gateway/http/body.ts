@@ -65,7 +65,7 @@ export function readBody(res: HttpResponse, limit: number, onAbort: (abort: () =
 /**
  * A chunk copied out of uWS. Into Node's Buffer pool when it is small (every callback and REST
  * body): `Buffer.from(ab.slice(0))` made a new ArrayBuffer per request, and those cost the
- * service as much again in the collector (bench/RESULTS.md, eleventh session).
+ * service as much again in the collector (bench/RESULTS.md, "What moved the figures", 365b23b).
  */
 function copyOf(ab: ArrayBuffer): Buffer {
   const b = Buffer.allocUnsafe(ab.byteLength)

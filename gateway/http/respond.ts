@@ -35,7 +35,7 @@ const UNSAFE_VALUE = /[\r\n\0]/
  * Every header of a response in one native call: `writeHeader(name, value)` writes
  * `name: value\r\n`, so the first header's value carries the rest of the block (a session read
  * wrote six headers in six calls; one block measured +1.4 % req/s on bare uWS: bench/RESULTS.md,
- * twenty-sixth session). Values are ours (numbers, ids, constants), and any that could break the
+ * "What moved the figures", 1be893a). Values are ours (numbers, ids, constants), and any that could break the
  * block is dropped here rather than sent: uWS itself writes a value as given.
  */
 function headerBlock(out: Outgoing): [string, string] | null {

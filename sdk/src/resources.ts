@@ -114,4 +114,8 @@ export class TwilioProxyCredentials {
   get(): Promise<Reply<'/v1/twilio-proxy/credentials', 'get'>> { return this.api.call('get', '/v1/twilio-proxy/credentials') }
   /** POST /v1/twilio-proxy/credentials (OWNER dashboard token): a new auth token (shown once) for the account SID; the old one stops working. */
   issue(): Promise<Reply<'/v1/twilio-proxy/credentials', 'post'>> { return this.api.call('post', '/v1/twilio-proxy/credentials') }
+  /** POST /v1/twilio-proxy/api-keys (OWNER): an SK… key and its secret (shown once), for twilio(sid, secret, { accountSid }). */
+  createApiKey(): Promise<Reply<'/v1/twilio-proxy/api-keys', 'post'>> { return this.api.call('post', '/v1/twilio-proxy/api-keys') }
+  /** DELETE /v1/twilio-proxy/api-keys/:sid (OWNER): the key stops working. */
+  revokeApiKey(sid: string): Promise<void> { return this.api.call('delete', '/v1/twilio-proxy/api-keys/{sid}', { params: { sid } }) as Promise<void> }
 }

@@ -117,3 +117,13 @@ CREATE TABLE twilio_hidden_interactions (
   id          uuid PRIMARY KEY,
   session_id  uuid NOT NULL REFERENCES twilio_sessions(id) ON DELETE CASCADE
 );
+
+-- API keys of the account (Basic `SK…:secret`, the SDK given {accountSid}); the secret as an HMAC only.
+CREATE TABLE twilio_api_keys (
+  sid          text PRIMARY KEY CHECK (sid ~ '^SK[0-9a-f]{32}$'),
+  tenant_id    uuid NOT NULL REFERENCES tenants(id),
+  secret_mac   bytea NOT NULL,
+  created_at   timestamptz NOT NULL DEFAULT now(),
+  revoked_at   timestamptz
+);
+CREATE INDEX twilio_api_keys_tenant ON twilio_api_keys (tenant_id);

@@ -84,7 +84,7 @@ export interface CallEventData {
  * A call.* event, for the hot paths (a voice fetch, a status callback): the same envelope as
  * newEnvelope(type, at, data) gives for these seven fields, in its key order, copied by name
  * instead of through buildEnvelope's walk of every allowed key (that walk was ~5 % of a recorded
- * call's CPU in the voice bench, bench/RESULTS.md issue #12, fourteenth session).
+ * call's CPU in the voice bench, bench/RESULTS.md, "What moved the figures", 2941a3d).
  */
 export function callEnvelope(type: 'call.incoming' | 'call.answered' | 'call.ended' | 'call.failed', at: number, d: CallEventData): EventEnvelope {
   // The id is minted now, as the record batch is written, not at `at` (the call's start, the

@@ -13,7 +13,7 @@ let seq = 0
 /**
  * The id's text is written byte by byte into one buffer and read out as a single string: hex of a
  * 16-byte buffer, five slices and a template allocated ~0.5 KB per id, and a routed call mints two
- * (its own and its event's; bench/RESULTS.md, twenty-third session).
+ * (its own and its event's; bench/RESULTS.md, "What moved the figures", eb7ca24).
  */
 const text = Buffer.alloc(36, 0x2d) // '-' where the dashes go
 const HEX = Buffer.from('0123456789abcdef', 'latin1')

@@ -5,7 +5,7 @@
 // scavenger keeps such objects alive until a full collection. Each request that made one left it,
 // and what it holds, to be copied into the old generation: in the token-exchange bench (three of
 // them per request) the heap grew by ~40 MB per scavenge and each scavenge paused the process for
-// 15-30 ms (bench/RESULTS.md, issue #13, eighth session). hash() allocates no such object; the
+// 15-30 ms (bench/RESULTS.md, "What moved the figures", 0a4fa8d). hash() allocates no such object; the
 // key's inner and outer pads are computed once, and the message is written into a buffer kept
 // for the next call, so a MAC costs two native hash calls and a result.
 import { hash, type BinaryToTextEncoding } from 'node:crypto'

@@ -1,12 +1,15 @@
-// Voice callbacks end to end (contract 4.10, contract D5) with Telnyx Ed25519 signatures: routing
-// answers, direction modes, consent before the bridge, the status walk to COMPLETED with usage,
-// replayed callbacks, expired behaviours, refused signatures.
+// Voice callbacks end to end (contract 4.10, contract D5) in each provider's dialect: Telnyx (TeXML,
+// Ed25519 signatures) and Twilio (TwiML, X-Twilio-Signature with the Auth Token): routing answers,
+// direction modes, consent before the bridge, the status walk to COMPLETED with usage, replayed
+// callbacks, expired behaviours, refused signatures.
 import t from 'tap'
 import { sql } from 'slonik'
-import { startTelnyxService } from '../support/service.js'
+import { CallbackDriver } from '../support/callback-driver.js'
+import { FAKE_AUTH_TOKEN } from '../support/fake-twilio.js'
+import { DIALECTS, startProviderService } from '../support/service.js'
 
-t.test('voice callbacks', async t => {
-  const api = await startTelnyxService(t)
+for (const dialect of DIALECTS) t.test(`voice callbacks (${dialect})`, async t => {
+  const api = await startProviderService(t, dialect)
   const { driver } = api
   const acct = await api.signup()
   const A = api.phone(1), B = api.phone(2)
@@ -21,6 +24,9 @@ t.test('voice callbacks', async t => {
     t.match(xml, new RegExp(`callerId="\\${s.proxyNumber}"`))
     t.match(xml, /record="record-from-answer-dual"/)
     t.match(xml, new RegExp(`<Number [^>]*>\\${B}</Number>`))
+    for (const cb of ['action', 'recordingStatusCallback', 'statusCallback']) {
+      t.match(xml, new RegExp(` ${cb}="http://[^"]+${driver.basePath}/voice/[a-z-]+\\?callId=[0-9a-f-]{36}"`), `${cb} goes back to the ${dialect} callbacks`)
+    }
     const again = await driver.voice({ from: A, to: s.proxyNumber, callSid: 'CA-1' })
     t.equal(await again.text(), xml, 'a replayed voice fetch gets the same answer')
   })
@@ -84,7 +90,13 @@ t.test('voice callbacks', async t => {
     const r = await driver.voice({ from: A, to: s.proxyNumber, callSid: 'CA-10' }, { tamper: raw => raw.replace('CA-10', 'CA-XX') })
     t.equal(r.status, 403)
     t.equal(await r.text(), '<?xml version="1.0" encoding="UTF-8"?><Response/>')
-    const stale = await driver.voice({ from: A, to: s.proxyNumber, callSid: 'CA-11' }, { timestampSeconds: Math.floor(Date.now() / 1000) - 301 })
-    t.equal(stale.status, 403)
+    if (dialect === 'telnyx') {
+      const stale = await driver.voice({ from: A, to: s.proxyNumber, callSid: 'CA-11' }, { timestampSeconds: Math.floor(Date.now() / 1000) - 301 })
+      t.equal(stale.status, 403)
+    } else {
+      // Signed for another public URL than the one the service was configured with: refused.
+      const elsewhere = new CallbackDriver({ baseUrl: api.url, mode: 'twilio', hmacSecret: FAKE_AUTH_TOKEN, publicBaseUrl: 'https://elsewhere.example.test' })
+      t.equal((await elsewhere.voice({ from: A, to: s.proxyNumber, callSid: 'CA-11' })).status, 403)
+    }
   })
 })

@@ -1,5 +1,5 @@
 // Issue #16 item 1: SMS opt-out (carrier rules for US long codes), through the provider's SMS
-// callback, the real telnyx SDK and a fake Telnyx that records what it was asked to send. A party
+// callback in each provider's dialect, the real telnyx and twilio SDKs and fakes that record what they were asked to send. A party
 // who texts STOP to a proxy gets one confirmation and no longer receives messages from that proxy,
 // in this session and the next one on the same proxy; the other party's messages to them are
 // dropped, recorded FAILED with reason opted_out and reported by sms.blocked. START opts back in,
@@ -13,7 +13,7 @@ import { sql } from 'slonik'
 import { loadConfig } from '../../gateway/config.js'
 import { startService } from '../../gateway/service.js'
 import { CallbackDriver } from '../support/callback-driver.js'
-import { eventually, startTelnyxService } from '../support/service.js'
+import { DIALECTS, eventually, startProviderService, startTelnyxService } from '../support/service.js'
 import { DEFAULT_SMS_OPT_OUT_TEXT, smsKeyword } from '../../engine/sms-opt-out.js'
 
 interface SmsRow { id: string; direction: string; status: string; reason: string | null }
@@ -25,9 +25,9 @@ t.test('keywords: the whole message, trimmed, any case', async t => {
   for (const w of ['stop it', 'please stop', 'STOP!', '', 'ENDING', 'hel p', 'x'.repeat(2000)]) t.equal(smsKeyword(w), null, JSON.stringify(w.slice(0, 20)))
 })
 
-t.test('opt-out through the SMS callback', async t => {
+for (const dialect of DIALECTS) t.test(`opt-out through the SMS callback (${dialect})`, async t => {
   // One proxy number, no cooldown: the next session of this tenant reuses the same proxy.
-  const api = await startTelnyxService(t, { env: { NUMBER_POOL: 'US:+12025550150', NUMBER_COOLDOWN_SECONDS: '0' } })
+  const api = await startProviderService(t, dialect, { env: { NUMBER_POOL: 'US:+12025550150', NUMBER_COOLDOWN_SECONDS: '0' } })
   const { driver, fake } = api
   const pool = api.svc.db.pool
   const acct = await api.signup()
@@ -35,12 +35,12 @@ t.test('opt-out through the SMS callback', async t => {
   const create = async () => (await api.req('POST', '/v1/sessions', { token: acct.token, body: { agentPhone: A, customerPhone: B, gracePeriodMinutes: 0 } })).body
   const s1 = await create()
   const proxy = s1.proxyNumber as string
-  const sent = () => fake.requests.filter(r => r.path === '/v2/messages').map(r => r.body as Record<string, string>)
+  const sent = () => fake.sent
   const list = async (id: string) => (await api.req('GET', `/v1/sessions/${id}/sms`, { token: acct.token })).body.data as SmsRow[]
   let n = 0
   const text = async (from: string, body: string, messageId = `m-${++n}`) => {
     const r = await driver.smsReceived({ from, to: proxy, text: body, messageId })
-    t.same([r.status, await r.json()], [200, { ok: true }], `${body.trim()} acknowledged`)
+    t.same([r.status, await r.text()], [200, driver.smsAck], `${body.trim()} acknowledged`)
   }
 
   await text(B, 'hello from the customer')

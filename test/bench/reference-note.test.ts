@@ -56,7 +56,7 @@ t.test('no reference measured: no note', t => {
 })
 
 t.test('the Ed25519 bound: a verify plus the record ceiling\'s CPU per call on one core', t => {
-  // bench/RESULTS.md, thirty-second session: 9,051 verifies/s and 52.5 µs a call gave "at most ~0.68".
+  // The 526f206 run of 2026-11-29: 9,051 verifies/s and 52.5 µs a call gave "at most ~0.68".
   t.equal(Math.round(verifyLoopBound(9_051, 52.5) * 1000) / 1000, 0.678)
   t.equal(verifyLoopBound(10_000, 0), 1, 'a free recorded call leaves the verify loop whole')
   t.equal(verifyLoopBound(10_000, 100), 0.5, 'a call costing one verify halves it')

@@ -2,10 +2,9 @@
 // one request per send (no SDK retries, contract D5), error mapping to codes that carry no
 // number and no text.
 import t, { type Test } from 'tap'
-import { createServer } from 'node:net'
 import { TelnyxProvider } from '../../api/cpaas/telnyx/provider.js'
-import { ProviderError } from '../../api/cpaas/provider.js'
 import { FakeTelnyx } from '../support/fake-telnyx.js'
+import { closedPort, failure } from '../support/provider-failure.js'
 
 const MSG = { from: '+12025550100', to: '+12025550142', text: 'secret text Zoë' }
 const PII = /\+\d{8,15}|secret text|KEY_test/
@@ -14,12 +13,6 @@ async function fake(t: Test) {
   const f = await FakeTelnyx.start({ apiKey: 'KEY_test' })
   t.teardown(() => f.close())
   return f
-}
-
-async function failure(p: Promise<unknown>): Promise<ProviderError> {
-  const err = await p.then(() => null, (e: unknown) => e)
-  if (!(err instanceof ProviderError)) throw new Error('expected a ProviderError')
-  return err
 }
 
 t.test('success: one POST /v2/messages with the message fields and the bearer key', async t => {
@@ -84,12 +77,7 @@ t.test('connection dropped after the request went out: ambiguous provider-connec
 })
 
 t.test('connection refused: provider-unreachable, unambiguous (nothing was sent)', async t => {
-  const port = await new Promise<number>(resolve => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => resolve(p))
-    })
-  })
+  const port = await closedPort()
   const p = new TelnyxProvider({ apiKey: 'KEY_test', baseURL: `http://127.0.0.1:${port}/v2` })
   t.match(await failure(p.sendSms(MSG)), { code: 'provider-unreachable', ambiguous: false, providerFault: true })
 })

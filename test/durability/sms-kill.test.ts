@@ -1,9 +1,10 @@
 // Inbound SMS acknowledged to the provider, then a SIGKILL (issue 18; contract D5: `POST /sms`
-// answers 200 {"ok":true} once the forward is handed to the provider, else 503 + Retry-After and
-// the provider retries with the same message id, which never forwards twice). A child service
+// answers 200 once the forward is handed to the provider, else 503 + Retry-After and the provider
+// retries with the same message id, which never forwards twice). Once a provider: a child service
 // with CPAAS_PROVIDER=telnyx (the real telnyx SDK against test/support/fake-telnyx.ts; Ed25519
-// signed callbacks; real Postgres when TEST_DATABASE_URL is set, else the embedded PGlite in
-// DATA_DIR) takes a flood of inbound SMS, each with a unique message id and its id as a marker in
+// signed callbacks), then CPAAS_PROVIDER=twilio (the real twilio SDK against
+// test/support/fake-twilio.ts; Twilio-signed form callbacks); real Postgres when
+// TEST_DATABASE_URL is set, else the embedded PGlite in DATA_DIR takes a flood of inbound SMS, each with a unique message id and its id as a marker in
 // the text, so the fake can tell which inbound message each send forwards. It is SIGKILLed
 // mid-flood and restarted on the same data; the test then is the provider: every message that did
 // not get 200 {"ok":true} is sent again (same id, same text) until it does. Then:
@@ -14,9 +15,10 @@
 // - every forwarded message has its sms_records row, SENT or DELIVERED.
 import t from 'tap'
 import { sql, type DatabasePool } from 'slonik'
-import { CallbackDriver, generateTelnyxKeyPair } from '../support/callback-driver.js'
+import { CallbackDriver, DIALECTS, generateTelnyxKeyPair, type DialectName } from '../support/callback-driver.js'
 import { childData, request, signupChild, startChild } from '../support/child-service.js'
 import { FakeTelnyx } from '../support/fake-telnyx.js'
+import { FAKE_ACCOUNT_SID, FAKE_AUTH_TOKEN, FakeTwilio } from '../support/fake-twilio.js'
 import { createSessions, eventually, mapLimit, phoneSource } from './lib.js'
 
 const SESSIONS = 5
@@ -42,20 +44,37 @@ interface Msg {
 
 const marker = (text: unknown) => (typeof text === 'string' ? /\[(sms-kill-[^\]]+)\]/.exec(text)?.[1] : undefined)
 
-t.test('SIGKILL mid-flood of inbound SMS: no acknowledged message is lost, none acknowledged is forwarded twice', async t => {
-  const data = await childData(t)
-  t.comment(`backend: ${data.kind}`)
+/** The provider's fake, the child's environment for it, and its callback driver. */
+async function provider(dialect: DialectName): Promise<{ fake: FakeTelnyx | FakeTwilio; text: (body: unknown) => unknown; env: Record<string, string>; driver: (url: string) => CallbackDriver }> {
+  if (dialect === 'twilio') {
+    const fake = await FakeTwilio.start()
+    return {
+      fake, text: (body: unknown) => (body as { Body?: unknown } | undefined)?.Body,
+      env: { CPAAS_PROVIDER: 'twilio', TWILIO_ACCOUNT_SID: FAKE_ACCOUNT_SID, TWILIO_AUTH_TOKEN: FAKE_AUTH_TOKEN, TWILIO_BASE_URL: fake.baseUrl },
+      driver: (url: string) => new CallbackDriver({ baseUrl: url, mode: 'twilio', hmacSecret: FAKE_AUTH_TOKEN }),
+    }
+  }
   const keys = generateTelnyxKeyPair()
   const fake = await FakeTelnyx.start({ apiKey: 'KEY_test' })
+  return {
+    fake, text: (body: unknown) => (body as { text?: unknown } | undefined)?.text,
+    env: { CPAAS_PROVIDER: 'telnyx', TELNYX_API_KEY: 'KEY_test', TELNYX_BASE_URL: fake.baseURL, TELNYX_PUBLIC_KEY: keys.publicKeyBase64 },
+    driver: (url: string) => new CallbackDriver({ baseUrl: url, mode: 'telnyx-ed25519', keyPair: keys }),
+  }
+}
+
+for (const dialect of DIALECTS) t.test(`SIGKILL mid-flood of inbound SMS (${dialect}): no acknowledged message is lost, none acknowledged is forwarded twice`, async t => {
+  const data = await childData(t)
+  t.comment(`backend: ${data.kind}`)
+  const { fake, text, env, driver } = await provider(dialect)
   t.teardown(() => fake.close())
   /** marker → when the fake received each send carrying it (Date.now() of this process). */
   const sends = new Map<string, number[]>()
   fake.setBehaviour(req => {
-    const m = marker((req.body as { text?: unknown } | undefined)?.text)
+    const m = marker(text(req.body))
     if (m) sends.set(m, [...(sends.get(m) ?? []), Date.now()])
     return { latencyMs: SEND_LATENCY_MS }
   })
-  const env = { CPAAS_PROVIDER: 'telnyx', TELNYX_API_KEY: 'KEY_test', TELNYX_BASE_URL: fake.baseURL, TELNYX_PUBLIC_KEY: keys.publicKeyBase64 }
   const first = await startChild(t, data, { env })
   const acct = await signupChild(first.url)
   const phone = phoneSource(5000)
@@ -71,7 +90,7 @@ t.test('SIGKILL mid-flood of inbound SMS: no acknowledged message is lost, none 
       const r = await driver.smsReceived({ from: m.from, to: m.proxy, text: m.text, messageId: m.id })
       const body = await r.text()
       const at = Date.now()
-      if (r.status === 200 && body === '{"ok":true}') { m.acks.push(at); return { ok: true, retryAfterMs: 0 } }
+      if (r.status === 200 && body === driver.smsAck) { m.acks.push(at); return { ok: true, retryAfterMs: 0 } }
       m.others.push(`HTTP ${r.status} ${body.slice(0, 100)}`)
       return { ok: false, retryAfterMs: 1_000 * Number(r.headers.get('retry-after') ?? 0) }
     } catch (err) {
@@ -81,7 +100,7 @@ t.test('SIGKILL mid-flood of inbound SMS: no acknowledged message is lost, none 
   }
 
   // The flood, until the kill.
-  const driver1 = new CallbackDriver({ baseUrl: first.url, mode: 'telnyx-ed25519', keyPair: keys })
+  const driver1 = driver(first.url)
   let acked = 0
   let killed = false
   await mapLimit(msgs, FLOOD_CONCURRENCY, async m => {
@@ -104,7 +123,7 @@ t.test('SIGKILL mid-flood of inbound SMS: no acknowledged message is lost, none 
   // Restart; the provider retries every message not acknowledged, until it is.
   const second = await startChild(t, data, { env })
   const restartedAt = second.spawnedAt
-  const driver2 = new CallbackDriver({ baseUrl: second.url, mode: 'telnyx-ed25519', keyPair: keys })
+  const driver2 = driver(second.url)
   const gaveUp: string[] = []
   await mapLimit(msgs.filter(m => m.acks.length === 0), FLOOD_CONCURRENCY, async m => {
     const until = Date.now() + RETRY_FOR_MS
@@ -119,7 +138,7 @@ t.test('SIGKILL mid-flood of inbound SMS: no acknowledged message is lost, none 
   t.same(gaveUp.slice(0, 10), [], `after the restart every message is acknowledged when retried (${gaveUp.length} never were)`)
   const refusals = new Map<string, number>()
   for (const o of msgs.flatMap(m => m.others)) { const k = o.replace(/\d{3,}/g, 'N'); refusals.set(k, (refusals.get(k) ?? 0) + 1) }
-  t.comment(`answers other than 200 {"ok":true}: ${[...refusals].map(([k, n]) => `${n} × ${k}`).join('; ') || 'none'}`)
+  t.comment(`answers other than the acknowledgement: ${[...refusals].map(([k, n]) => `${n} × ${k}`).join('; ') || 'none'}`)
 
   // Forwards may still be on their way (they should not be: each was acknowledged after its
   // forward); wait until every message reached the fake, or 15 s.
@@ -140,7 +159,7 @@ t.test('SIGKILL mid-flood of inbound SMS: no acknowledged message is lost, none 
     `messages acknowledged before the kill are forwarded at most once, none after the restart (${again.length} were again)`)
   const twice = msgs.filter(m => (sends.get(m.id) ?? []).length > 1)
   t.comment(`forwarded twice: ${twice.length} (only allowed for messages in flight, not acknowledged, at the kill)`)
-  const strays = fake.requests.filter(r => r.method === 'POST' && !marker((r.body as { text?: unknown } | undefined)?.text)).length
+  const strays = fake.requests.filter(r => r.method === 'POST' && !marker(text(r.body))).length
   t.equal(strays, 0, 'every send at the fake carries a marker')
 
   // 3. Every forwarded message has its record, SENT or DELIVERED.

@@ -17,13 +17,15 @@
 // its write reached the disk, so the records exist nowhere and the callbacks alone must rebuild
 // them (the session found by proxy and party). In that second run every fifth call gets only its
 // Dial action (the leg's status callbacks never came): rebuilt from it, with call.incoming and
-// call.ended and no call.answered.
-import t from 'tap'
+// call.ended and no call.answered. The journal-lost run is made once more with Twilio as the
+// provider: TwiML answers, callbacks on /v1/webhooks/twilio signed as Twilio signs them.
+import t, { type Test } from 'tap'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { sql } from 'slonik'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { childData, request, signupChild, startChild } from '../support/child-service.js'
+import { FAKE_ACCOUNT_SID, FAKE_AUTH_TOKEN, FakeTwilio } from '../support/fake-twilio.js'
 import { callFacts, callIdOf, callProblems, createSessions, dialAction, eventually, legStatus, mapLimit, parseRoute, phoneSource, type WalkedCall } from './lib.js'
 
 const SESSIONS = 10
@@ -35,12 +37,24 @@ const CALLBACK_CONCURRENCY = 8
 
 interface Call extends WalkedCall { callSid: string; caller: string; called: string; proxy: string; dialOnly: boolean }
 
-for (const journal of ['kept', 'lost'] as const) t.test(`SIGKILL right after N answered voice fetches, journal ${journal}: the callbacks after the restart leave N complete records, none twice`, async t => {
+/** The sandbox (unsigned callbacks), or Twilio against a fake (signed callbacks, TwiML answers). */
+async function provider(t: Test, name: 'sandbox' | 'twilio'): Promise<{ env: Record<string, string>; driver: (url: string) => CallbackDriver }> {
+  if (name === 'sandbox') return { env: {}, driver: url => new CallbackDriver({ baseUrl: url, mode: 'none' }) }
+  const fake = await FakeTwilio.start()
+  t.teardown(() => fake.close())
+  return {
+    env: { CPAAS_PROVIDER: 'twilio', TWILIO_ACCOUNT_SID: FAKE_ACCOUNT_SID, TWILIO_AUTH_TOKEN: FAKE_AUTH_TOKEN, TWILIO_BASE_URL: fake.baseUrl },
+    driver: url => new CallbackDriver({ baseUrl: url, mode: 'twilio', hmacSecret: FAKE_AUTH_TOKEN }),
+  }
+}
+
+for (const [journal, via] of [['kept', 'sandbox'], ['lost', 'sandbox'], ['lost', 'twilio']] as const) t.test(`SIGKILL right after N answered voice fetches, journal ${journal}, ${via}: the callbacks after the restart leave N complete records, none twice`, async t => {
   const data = await childData(t)
   t.comment(`backend: ${data.kind}`)
   /** Calls that get only their Dial action after the restart (journal lost only). */
   const dialOnly = (i: number) => journal === 'lost' && i % 5 === 4
-  const first = await startChild(t, data)
+  const { env, driver: driverFor } = await provider(t, via)
+  const first = await startChild(t, data, { env })
   const acct = await signupChild(first.url)
   const phone = phoneSource(3000)
   const sessions = await createSessions(first.url, acct.token, SESSIONS, phone)
@@ -69,7 +83,7 @@ for (const journal of ['kept', 'lost'] as const) t.test(`SIGKILL right after N a
   }
 
   // N voice fetches, answered as fast as the service goes; SIGKILL as the last answer is read.
-  const driver = new CallbackDriver({ baseUrl: first.url, mode: 'none' })
+  const driver = driverFor(first.url)
   const calls: Call[] = []
   const unanswered: string[] = []
   let answered = 0
@@ -110,8 +124,8 @@ for (const journal of ['kept', 'lost'] as const) t.test(`SIGKILL right after N a
   if (journal === 'lost') rmSync(join(data.dataDir, 'journal'), { recursive: true, force: true })
 
   // Restart on the same data; the provider's callbacks for every call.
-  const second = await startChild(t, data)
-  const driver2 = new CallbackDriver({ baseUrl: second.url, mode: 'none' })
+  const second = await startChild(t, data, { env })
+  const driver2 = driverFor(second.url)
   const refused: string[] = []
   const check = async (what: string, c: Call, p: Promise<Response>) => {
     try {

@@ -105,6 +105,10 @@ t.test('every SDK method once; every tenant endpoint of the OpenAPI document has
   api.secrets.add(issued.authToken)
   t.match(issued, { accountSid: /^AC[0-9a-f]{32}$/, authToken: /^[0-9a-f]{32}$/ })
   t.equal((await dashboard.twilioProxy.get()).accountSid, issued.accountSid)
+  const key = await dashboard.twilioProxy.createApiKey()
+  api.secrets.add(key.secret)
+  t.match(key, { sid: /^SK[0-9a-f]{32}$/, accountSid: issued.accountSid })
+  await dashboard.twilioProxy.revokeApiKey(key.sid)
 
   // last: the key pair is replaced, the old one refused
   const rotated = await dashboard.auth.rotateKey()

@@ -6,10 +6,17 @@
 //   env.TELNYX_PUBLIC_KEY = driver.publicKeyBase64
 //   const res = await driver.voice({ from: A, to: PROXY, callSid: 'v3:abc' })
 import { createHash, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto'
-import { encodeForm, formPairs } from '../../api/cpaas/form.js'
+import { createRequire } from 'node:module'
+import { encodeForm, formFromPairs, formPairs } from '../../api/cpaas/form.js'
 import { hmacSha1Signature, signedUrl } from '../../api/cpaas/signature.js'
+import { EMPTY_RESPONSE } from '../../api/cpaas/telnyx/texml.js'
 
 export const CALLBACK_BASE_PATH = '/v1/webhooks/cpaas'
+export const TWILIO_BASE_PATH = '/v1/webhooks/twilio'
+
+/** The providers whose dialect the callback suites run in. */
+export const DIALECTS = ['telnyx', 'twilio'] as const
+export type DialectName = typeof DIALECTS[number]
 
 export interface TelnyxKeyPair {
   /** Base64 of the raw 32-byte public key: the TELNYX_PUBLIC_KEY value. */
@@ -30,7 +37,19 @@ export function signTelnyx(privateKey: KeyObject, rawBody: string | Buffer, time
   return { 'telnyx-timestamp': ts, 'telnyx-signature-ed25519': signature }
 }
 
-export type SigningMode = 'telnyx-ed25519' | 'hmac-sha1' | 'none'
+/** 'twilio': Twilio itself, on /v1/webhooks/twilio: HMAC-SHA1 with the Auth Token (each signature
+ * checked with the SDK's twilio.validateRequest before it is sent), form bodies for SMS too. */
+export type SigningMode = 'telnyx-ed25519' | 'hmac-sha1' | 'none' | 'twilio'
+
+/** The twilio SDK's own check, loaded on first use: the suites that never play Twilio do not pay for the SDK. */
+let validate: typeof import('twilio').validateRequest | undefined
+const validateRequest = () => validate ??= (createRequire(import.meta.url)('twilio') as typeof import('twilio')).validateRequest
+
+/** Telnyx message statuses (the suites' vocabulary) → Twilio's MessageStatus. */
+const TWILIO_STATUS: Record<string, string> = {
+  queued: 'queued', sending: 'sending', sent: 'sent', delivered: 'delivered', delivery_unconfirmed: 'sent',
+  sending_failed: 'failed', delivery_failed: 'undelivered', failed: 'failed',
+}
 
 export interface CallbackDriverOptions {
   /** Where the service listens, e.g. `http://127.0.0.1:40123`. */
@@ -38,7 +57,7 @@ export interface CallbackDriverOptions {
   mode?: SigningMode
   /** Defaults to a fresh pair. */
   keyPair?: TelnyxKeyPair
-  /** Required for hmac-sha1. */
+  /** Required for hmac-sha1 and twilio (the Auth Token). */
   hmacSecret?: string
   /** The PUBLIC_BASE_URL the service signs against (default: baseUrl). */
   publicBaseUrl?: string
@@ -117,6 +136,10 @@ export function telnyxSmsStatusBody(p: SmsStatusParams): string {
 export class CallbackDriver {
   readonly baseUrl: string
   readonly mode: SigningMode
+  /** Where the callbacks go: /v1/webhooks/twilio for Twilio, /v1/webhooks/cpaas otherwise. */
+  readonly basePath: string
+  /** The body of an acknowledged inbound SMS: `{"ok":true}`, or Twilio's empty TwiML. */
+  readonly smsAck: string
   readonly keyPair: TelnyxKeyPair
   readonly #hmacSecret: string | undefined
   readonly #publicBaseUrl: string
@@ -126,12 +149,14 @@ export class CallbackDriver {
   constructor(opts: CallbackDriverOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '')
     this.mode = opts.mode ?? 'telnyx-ed25519'
+    this.basePath = this.mode === 'twilio' ? TWILIO_BASE_PATH : CALLBACK_BASE_PATH
+    this.smsAck = this.mode === 'twilio' ? EMPTY_RESPONSE : '{"ok":true}'
     this.keyPair = opts.keyPair ?? generateTelnyxKeyPair()
     this.#hmacSecret = opts.hmacSecret
     this.#publicBaseUrl = (opts.publicBaseUrl ?? this.baseUrl).replace(/\/+$/, '')
     this.#now = opts.now ?? Date.now
     this.#settled = opts.settled
-    if (this.mode === 'hmac-sha1' && !this.#hmacSecret) throw new Error('CallbackDriver: hmac-sha1 needs hmacSecret')
+    if ((this.mode === 'hmac-sha1' || this.mode === 'twilio') && !this.#hmacSecret) throw new Error(`CallbackDriver: ${this.mode} needs hmacSecret`)
   }
 
   get publicKeyBase64(): string {
@@ -145,6 +170,14 @@ export class CallbackDriver {
   sign(path: string, query: string, rawBody: string, contentType: string, timestampSeconds?: number): { headers: Record<string, string>; query: string } {
     if (this.mode === 'telnyx-ed25519') {
       return { headers: signTelnyx(this.keyPair.privateKey, rawBody, timestampSeconds ?? Math.floor(this.#now() / 1000)), query }
+    }
+    if (this.mode === 'twilio') {
+      const url = signedUrl(this.#publicBaseUrl, path, query)
+      const pairs = formPairs(rawBody) ?? []
+      const signature = hmacSha1Signature(this.#hmacSecret!, url, pairs)
+      // The driver signs as Twilio does, or the suites prove nothing: the SDK's own check must agree.
+      if (!validateRequest()(this.#hmacSecret!, signature, url, formFromPairs(pairs))) throw new Error('CallbackDriver: twilio.validateRequest refuses the signature')
+      return { headers: { 'x-twilio-signature': signature }, query }
     }
     if (this.mode === 'hmac-sha1') {
       const json = contentType.includes('json')
@@ -161,7 +194,7 @@ export class CallbackDriver {
 
   /** Signs and POSTs a raw body to `CALLBACK_BASE_PATH + subPath` (`subPath` may carry a query). */
   async post(subPath: string, rawBody: string, contentType: string, opts: PostOptions = {}): Promise<Response> {
-    const full = CALLBACK_BASE_PATH + subPath
+    const full = this.basePath + subPath
     const qi = full.indexOf('?')
     const path = qi === -1 ? full : full.slice(0, qi)
     const signed = this.sign(path, qi === -1 ? '' : full.slice(qi + 1), rawBody, contentType, opts.timestampSeconds)
@@ -237,13 +270,28 @@ export class CallbackDriver {
     }, opts)
   }
 
-  /** POST /sms with a Telnyx `message.received` JSON body. */
+  /** POST /sms: an inbound message (Telnyx `message.received` JSON, or Twilio's form). */
   smsReceived(p: SmsReceivedParams, opts?: PostOptions): Promise<Response> {
+    if (this.mode === 'twilio') {
+      const sid = p.messageId ?? `SM${randomUUID().replaceAll('-', '')}`
+      return this.postForm('/sms', {
+        ToCountry: 'US', SmsMessageSid: sid, NumMedia: '0', SmsSid: sid, SmsStatus: 'received', Body: p.text, To: p.to,
+        NumSegments: '1', MessageSid: sid, AccountSid: 'AC' + '0'.repeat(32), From: p.from, ApiVersion: '2010-04-01',
+      }, opts)
+    }
     return this.postJson('/sms', telnyxSmsReceivedBody(p), opts)
   }
 
-  /** POST /sms with a Telnyx `message.sent` / `message.finalized` JSON body. */
+  /** POST /sms: a delivery status (Telnyx `message.sent` / `message.finalized` JSON, or Twilio's
+   * status callback form with the status translated). */
   smsStatus(p: SmsStatusParams, opts?: PostOptions): Promise<Response> {
+    if (this.mode === 'twilio') {
+      const status = TWILIO_STATUS[p.status] ?? p.status
+      return this.postForm('/sms', {
+        SmsSid: p.messageId, SmsStatus: status, MessageStatus: status, To: p.to ?? '+12025550199', MessageSid: p.messageId,
+        AccountSid: 'AC' + '0'.repeat(32), From: p.from ?? '+12025550100', ApiVersion: '2010-04-01',
+      }, opts)
+    }
     return this.postJson('/sms', telnyxSmsStatusBody(p), opts)
   }
 

@@ -10,8 +10,9 @@ import { Writable } from 'node:stream'
 import { loadConfig } from '../../gateway/config.js'
 import { startService, type RunningService } from '../../gateway/service.js'
 import { testDatabase } from './db.js'
-import { CallbackDriver, generateTelnyxKeyPair } from './callback-driver.js'
+import { CallbackDriver, generateTelnyxKeyPair, type DialectName } from './callback-driver.js'
 import { FakeTelnyx } from './fake-telnyx.js'
+import { FAKE_ACCOUNT_SID, FAKE_AUTH_TOKEN, FakeTwilio } from './fake-twilio.js'
 
 interface TapLike {
   teardown(fn: () => unknown): void
@@ -176,6 +177,31 @@ export async function startTelnyxService(t: TapLike, opts: TelnyxServiceOptions 
 }
 
 export type TelnyxService = Awaited<ReturnType<typeof startTelnyxService>>
+
+/**
+ * The service with CPAAS_PROVIDER=twilio: the real twilio SDK against a fake Twilio API, the pool's
+ * numbers Twilio's, callbacks on /v1/webhooks/twilio checked with the Auth Token and signed by the
+ * returned `driver` as Twilio signs them.
+ */
+export async function startTwilioService(t: TapLike, opts: { env?: Record<string, string>; now?: () => number } = {}) {
+  const fake = await FakeTwilio.start()
+  t.teardown(() => fake.close())
+  const api = await startTestService(t, {
+    env: { CPAAS_PROVIDER: 'twilio', TWILIO_ACCOUNT_SID: FAKE_ACCOUNT_SID, TWILIO_AUTH_TOKEN: FAKE_AUTH_TOKEN, TWILIO_BASE_URL: fake.baseUrl, ...opts.env },
+    ...(opts.now ? { now: opts.now } : {}),
+  })
+  api.secrets.add(FAKE_AUTH_TOKEN)
+  const driver = new CallbackDriver({ baseUrl: api.url, mode: 'twilio', hmacSecret: FAKE_AUTH_TOKEN, settled: () => api.svc.flushRecords(), ...(opts.now ? { now: opts.now } : {}) })
+  return { ...api, driver, fake }
+}
+
+export { DIALECTS, type DialectName } from './callback-driver.js'
+
+/** The service speaking one provider's dialect: its fake (`sent`, `count`, `setBehaviour`,
+ * `enqueue`) and its callback driver. */
+export function startProviderService(t: TapLike, dialect: DialectName, opts: { env?: Record<string, string>; now?: () => number } = {}) {
+  return dialect === 'twilio' ? startTwilioService(t, opts) : startTelnyxService(t, opts)
+}
 
 /** Polls `probe` until it returns a value other than undefined (writes land behind the answer). */
 export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 5_000): Promise<T> {

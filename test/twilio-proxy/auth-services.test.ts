@@ -3,6 +3,7 @@
 // under /proxy, Services CRUD (fetch by UniqueName, 80602), PhoneNumbers from maskline's pool
 // (80101, 80104, 80611 on delete while in use), ShortCodes 404.
 import t from 'tap'
+import twilio from 'twilio'
 import { facadeAccount, clientFor, poolNumber, restError, startFacade } from './support.js'
 
 t.test('credentials: issued to the OWNER, checked on every request, rotated', async t => {
@@ -29,6 +30,19 @@ t.test('credentials: issued to the OWNER, checked on every request, rotated', as
   t.equal(r.body.accountSid, a.accountSid)
   t.match(await restError(a.client.proxy.v1.services.list()), { status: 401, code: 20003 })
   t.equal((await clientFor(api, a.accountSid, r.body.authToken).proxy.v1.services.list()).length, 0)
+
+  // API keys: SK…:secret with the accountSid given to the SDK; revoked at once
+  const k = await api.req('POST', '/v1/twilio-proxy/api-keys', { token: a.ownerToken })
+  api.secrets.add(k.body.secret)
+  t.match(k, { status: 201, body: { sid: /^SK[0-9a-f]{32}$/, accountSid: a.accountSid } })
+  const keyed = twilio(k.body.sid, k.body.secret, { accountSid: a.accountSid })
+  keyed.proxy.baseUrl = `${api.url}/proxy`
+  const made = await keyed.proxy.v1.services.create({ uniqueName: 'by key' })
+  t.equal(made.accountSid, a.accountSid, 'an API key acts for its account')
+  t.equal((await api.req('DELETE', `/v1/twilio-proxy/api-keys/${k.body.sid}`, { token: a.ownerToken })).status, 204)
+  t.match(await restError(keyed.proxy.v1.services.list()), { status: 401, code: 20003 })
+  const fresh = await api.signup()
+  t.equal((await api.req('POST', '/v1/twilio-proxy/api-keys', { token: fresh.ownerToken })).status, 409, 'an account first')
 
   // the tenant's request limit (STARTER: 100 a minute), in Twilio's words
   let limited: unknown = null

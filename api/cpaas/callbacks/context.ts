@@ -11,6 +11,7 @@ import { Recent } from '../../../engine/recent.js'
 import type { ApiReply } from '../../route.js'
 import { EMPTY_RESPONSE } from '../telnyx/texml.js'
 import type { SmsProvider } from '../provider.js'
+import type { Dialect } from '../dialect.js'
 import type { CallInsert, RecordWriter } from '../../../sql/records.js'
 import type { CallCounter } from '../../app/call-counter.js'
 import type { TenantDirectory } from '../../app/tenant-directory.js'
@@ -47,6 +48,8 @@ export interface CallbackDeps {
 /** The dependencies and the state the handlers of one process share. */
 export interface CallbackContext {
   d: CallbackDeps
+  /** The provider these callbacks come from: where its callbacks go, how it is answered. */
+  dialect: Dialect
   /** Recent provider ids → our ids: a replayed voice fetch gets the same callId and changes nothing. */
   calls: Recent<string>
   /** Inbound message ids whose forward is settled (handed over, dropped for good, or found done). */
@@ -59,9 +62,9 @@ const RECENT_MAX = 100_000
 /** A provider retries a callback within seconds (its own timeout): ids older than this are forgotten (engine/recent.ts). */
 const RECENT_MS = 10 * 60_000
 
-export function createCallbackContext(d: CallbackDeps): CallbackContext {
+export function createCallbackContext(d: CallbackDeps, dialect: Dialect): CallbackContext {
   const recent = <V>() => new Recent<V>(RECENT_MAX, { maxAgeMs: RECENT_MS, now: d.now })
-  return { d, calls: recent<string>(), forwarded: recent<true>(), forwarding: new Map() }
+  return { d, dialect, calls: recent<string>(), forwarded: recent<true>(), forwarding: new Map() }
 }
 
 export const OUTCOME = {

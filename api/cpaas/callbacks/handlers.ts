@@ -9,11 +9,14 @@ import { voiceStatus } from './status.js'
 import { dialStatus } from './dial-status.js'
 import { recording } from './recording.js'
 import { sms } from './sms.js'
+import type { Dialect } from '../dialect.js'
+import { TELNYX_DIALECT } from '../telnyx/texml.js'
 
 export type { CallbackDeps } from './context.js'
 
-export function createCallbackHandlers(deps: CallbackDeps): CallbackHandlers {
-  const ctx = createCallbackContext(deps)
+/** One set a provider: its dialect says where its callbacks go and how they are answered. */
+export function createCallbackHandlers(deps: CallbackDeps, dialect: Dialect = TELNYX_DIALECT): CallbackHandlers {
+  const ctx = createCallbackContext(deps, dialect)
   return {
     voice: req => voice(ctx, req),
     voiceStatus: req => voiceStatus(ctx, req),

@@ -1,4 +1,4 @@
-// POST /v1/webhooks/cpaas/sms: an inbound message or a delivery status. An inbound message is
+// POST /v1/webhooks/{cpaas,twilio}/sms: an inbound message or a delivery status. An inbound message is
 // answered 200 only once its forward has been handed to the provider (or it was dropped, or
 // forwarded before), within the provider's 2 s budget; otherwise 503 with Retry-After, and the
 // provider's retry (same message id) never forwards twice. Keywords and opt-outs (issue #16) are
@@ -7,15 +7,28 @@ import type { SmsStatus } from '../../../engine/types.js'
 import type { ApiReply, ApiRequest } from '../../route.js'
 import { orAfter } from '../../app/deadline.js'
 import { parseSmsCallback } from '../sms-payload.js'
-import { JSON_TYPE, OUTCOME, type CallbackContext } from './context.js'
+import { EMPTY_RESPONSE } from '../telnyx/texml.js'
+import { JSON_TYPE, OUTCOME, XML, type CallbackContext } from './context.js'
 import { blockChannel, interceptThenForward } from './sms-forward.js'
 
 const SMS_STATUS_RETRY_MS = [1_000, 5_000]
 const SMS_BUDGET_MS = 1_500
 const SMS_RETRY_AFTER_S = '5'
 
-const ok: ApiReply = { status: 200, body: '{"ok":true}', contentType: JSON_TYPE }
-const retryLater: ApiReply = { status: 503, body: '{"ok":false}', contentType: JSON_TYPE, headers: { 'retry-after': SMS_RETRY_AFTER_S } }
+// The answers, in the dialect's form: Telnyx reads JSON; Twilio reads TwiML, and an empty
+// <Response/> sends nothing back to the sender.
+const ANSWERS = {
+  json: {
+    ok: { status: 200, body: '{"ok":true}', contentType: JSON_TYPE },
+    bad: { status: 400, body: '{"ok":false}', contentType: JSON_TYPE },
+    retryLater: { status: 503, body: '{"ok":false}', contentType: JSON_TYPE, headers: { 'retry-after': SMS_RETRY_AFTER_S } },
+  },
+  xml: {
+    ok: { status: 200, body: EMPTY_RESPONSE, contentType: XML },
+    bad: { status: 400, body: EMPTY_RESPONSE, contentType: XML },
+    retryLater: { status: 503, body: EMPTY_RESPONSE, contentType: XML, headers: { 'retry-after': SMS_RETRY_AFTER_S } },
+  },
+} satisfies Record<string, Record<string, ApiReply>>
 
 /**
  * A delivery status for a forwarded message. The provider may report it before our send has
@@ -32,8 +45,9 @@ function smsStatus(ctx: CallbackContext, forwardId: string, status: SmsStatus, d
 
 export async function sms(ctx: CallbackContext, req: ApiRequest): Promise<ApiReply> {
   const { d, forwarded, forwarding } = ctx
+  const { ok, bad, retryLater } = ANSWERS[ctx.dialect.smsAnswer]
   const cb = parseSmsCallback(req.headers['content-type'], req.rawBody ?? '')
-  if (cb.kind === 'invalid') return { status: 400, body: '{"ok":false}', contentType: JSON_TYPE }
+  if (cb.kind === 'invalid') return bad
   if (cb.kind === 'status') {
     smsStatus(ctx, cb.messageId, cb.status, cb.status === 'DELIVERED' ? d.now() : null, 0)
     return ok

@@ -1,11 +1,11 @@
-// POST /v1/webhooks/cpaas/voice, the voice fetch (contract 4.10): routes in the engine and answers
-// TeXML from memory; its call record is queued behind the answer (sql/record-writer.ts:
+// POST /v1/webhooks/{cpaas,twilio}/voice, the voice fetch (contract 4.10): routes in the engine and
+// answers in the provider's dialect (TeXML or TwiML) from memory; its call record is queued behind the answer (sql/record-writer.ts:
 // journaled, group-committed, retried through Postgres outages).
 import type { LiveView, RouteDecision } from '../../../engine/index.js'
 import type { ApiReply, ApiRequest } from '../../route.js'
 import { uuidv7 } from '../../../sql/vocabulary/ids.js'
 import { CALL_START } from '../../../sql/records.js'
-import { decisionTexml, rejectTexml } from '../telnyx/texml.js'
+import { rejectTexml } from '../telnyx/texml.js'
 import { BAD_VOICE, callRow, matched, OUTCOME, XML, type CallbackContext, type Matched } from './context.js'
 
 /** The fetch's record; its call.incoming (and call.failed) are made from it when it is applied. */
@@ -45,7 +45,7 @@ function intercepted(ctx: CallbackContext, dec: Extract<RouteDecision, { kind: '
 }
 
 function answer(ctx: CallbackContext, dec: RouteDecision, callSid: string, from: string, to: string, now: number, newId?: string): ApiReply {
-  const { d, calls } = ctx
+  const { d, calls, dialect } = ctx
   if (matched(dec)) {
     let callId = calls.get(callSid)
     if (callId === undefined) {
@@ -56,7 +56,7 @@ function answer(ctx: CallbackContext, dec: RouteDecision, callSid: string, from:
       d.callCounter.routed(live, id, now)
       setImmediate(() => recordCallStart(ctx, dec, from, to, id, callSid, now, live))
     }
-    if (dec.kind === 'connect') return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl(), callId }), contentType: XML }
+    if (dec.kind === 'connect') return { status: 200, body: dialect.answer(dec, { baseUrl: d.publicBaseUrl(), callId }), contentType: XML }
   }
-  return { status: 200, body: decisionTexml(dec, { baseUrl: d.publicBaseUrl() }), contentType: XML }
+  return { status: 200, body: dialect.answer(dec, { baseUrl: d.publicBaseUrl() }), contentType: XML }
 }

@@ -1,6 +1,7 @@
 // TeXML answers for the voice callbacks (contract 4.10, contract D5). Plain string concatenation, no
 // XML library: this sits on the sub-millisecond path of an inbound call. Every interpolated value
 // goes through escapeXml, attributes and text alike.
+import type { Dialect } from '../dialect.js'
 
 /** Structural copy of the engine's routing decision (engine/route-decision.ts, re-exported by
  * engine/index.ts) with plain strings instead of branded ids, so tests and tools can build one from
@@ -41,6 +42,9 @@ export interface ConnectTexmlInput {
   consentAudioUrl: string | null
   /** Per-call maximum; default 3600 (contract 8.7: 60-minute per-call maximum). */
   timeLimitSeconds?: number
+  /** Where the provider posts this call's callbacks (default `/v1/webhooks/cpaas`); another
+   * provider's dialect (twilio/twiml.ts) names its own. */
+  callbackPrefix?: string
 }
 
 export const EMPTY_RESPONSE = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
@@ -86,14 +90,15 @@ function trimSlash(baseUrl: string): string {
   return baseUrl.endsWith('/') ? baseUrl.slice(0, -1) : baseUrl
 }
 
-/** `{base}/v1/webhooks/cpaas/<path>?callId=<id>`, URL-encoded (not yet XML-escaped). */
-function callbackUrl(baseUrl: string, path: string, callId: string): string {
-  return trimSlash(baseUrl) + CALLBACK_PREFIX + path + '?callId=' + encodeURIComponent(callId)
+/** `{base}{prefix}/<path>?callId=<id>`, URL-encoded (not yet XML-escaped). */
+function callbackUrl(baseUrl: string, prefix: string, path: string, callId: string): string {
+  return trimSlash(baseUrl) + prefix + path + '?callId=' + encodeURIComponent(callId)
 }
 
 /** Routable session (contract D5): consent first when recording, then the Dial to the other party. */
 export function connectTexml(input: ConnectTexmlInput): string {
   const { baseUrl, callId, recording } = input
+  const prefix = input.callbackPrefix ?? CALLBACK_PREFIX
   const limit = input.timeLimitSeconds ?? DEFAULT_TIME_LIMIT_SECONDS
   let xml = OPEN
   if (recording) {
@@ -107,12 +112,12 @@ export function connectTexml(input: ConnectTexmlInput): string {
   }
   xml += '<Dial callerId="' + escapeXml(input.callerId) +
     '" timeLimit="' + (Number.isSafeInteger(limit) && limit > 0 ? limit : DEFAULT_TIME_LIMIT_SECONDS) +
-    '" action="' + escapeXml(callbackUrl(baseUrl, '/voice/dial-status', callId)) + '"'
+    '" action="' + escapeXml(callbackUrl(baseUrl, prefix, '/voice/dial-status', callId)) + '"'
   if (recording) {
     xml += ' record="record-from-answer-dual" recordingStatusCallback="' +
-      escapeXml(callbackUrl(baseUrl, '/voice/recording', callId)) + '"'
+      escapeXml(callbackUrl(baseUrl, prefix, '/voice/recording', callId)) + '"'
   }
-  xml += '><Number statusCallback="' + escapeXml(callbackUrl(baseUrl, '/voice/status', callId)) +
+  xml += '><Number statusCallback="' + escapeXml(callbackUrl(baseUrl, prefix, '/voice/status', callId)) +
     '" statusCallbackEvent="initiated ringing answered completed">' + escapeXml(input.to) +
     '</Number></Dial>' + CLOSE
   return xml
@@ -142,7 +147,7 @@ export function expiredTexml(tenant: ExpiredTenant | null, proxy: string): strin
 /** One call for the voice handler: decision → TeXML. `callId` is required for 'connect' only. */
 export function decisionTexml(
   decision: RouteDecision,
-  opts: { baseUrl: string; callId?: string | null; timeLimitSeconds?: number },
+  opts: { baseUrl: string; callId?: string | null; timeLimitSeconds?: number; callbackPrefix?: string },
 ): string {
   switch (decision.kind) {
     case 'connect': {
@@ -156,6 +161,7 @@ export function decisionTexml(
         consent: decision.consent,
         consentAudioUrl: decision.consentAudioUrl,
         ...(opts.timeLimitSeconds === undefined ? {} : { timeLimitSeconds: opts.timeLimitSeconds }),
+        ...(opts.callbackPrefix === undefined ? {} : { callbackPrefix: opts.callbackPrefix }),
       })
     }
     case 'direction-not-allowed': return rejectTexml('rejected')
@@ -163,4 +169,10 @@ export function decisionTexml(
     case 'no-session': return expiredTexml(decision.tenant, decision.proxy)
     case 'unknown-proxy': return rejectTexml()
   }
+}
+
+/** The Telnyx dialect: callbacks under /v1/webhooks/cpaas, answered TeXML (api/cpaas/dialect.ts). */
+export const TELNYX_DIALECT: Dialect = {
+  provider: 'telnyx', prefix: CALLBACK_PREFIX, smsAnswer: 'json',
+  answer: (decision, opts) => decisionTexml(decision, opts),
 }
