@@ -5,7 +5,7 @@
 // single-node by design: skipped there with the reason.
 import t from 'tap'
 import twilio from 'twilio'
-import { childData, request, signupChild, type ChildService } from '../support/child-service.js'
+import { childData, request, type ChildService } from '../support/child-service.js'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { privateRedis, sleep, startNode } from './lib.js'
 
@@ -28,9 +28,11 @@ t.test('a façade session created on one node routes on the other', { skip: embe
   }
   const on1 = client(n1).proxy.v1, on2 = client(n2).proxy.v1
   const svc = await on1.services.create({ uniqueName: 'two-nodes' })
-  // Two numbers, and A already active on the first elsewhere: the participants get one each.
+  // Two numbers, A already active on the first elsewhere and B on the second: no number serves
+  // both, so each participant gets its own.
   for (const n of ['+12025550600', '+12025550601']) await on1.services(svc.sid).phoneNumbers.create({ phoneNumber: n })
   await on1.services(svc.sid).sessions.create({ participants: [{ Identifier: A, ProxyIdentifier: '+12025550600' }] })
+  await on1.services(svc.sid).sessions.create({ participants: [{ Identifier: B, ProxyIdentifier: '+12025550601' }] })
   const s = await on1.services(svc.sid).sessions.create({ participants: [{ Identifier: A }, { Identifier: B }] })
   const parts = await on2.services(svc.sid).sessions(s.sid).participants.list()
   const pA = parts.find(p => p.identifier === A)!.proxyIdentifier, pB = parts.find(p => p.identifier === B)!.proxyIdentifier
