@@ -5,6 +5,9 @@ import { sql } from 'slonik'
 import { guard } from './errors.js'
 import type { Db } from './transaction.js'
 
+/** The native events that are interactions (or their status changes): not sms.blocked (an opt-out or off-channel text, never forwarded). */
+export const CALLBACK_EVENTS: ReadonlySet<string> = new Set(['call.incoming', 'call.answered', 'call.ended', 'call.failed', 'sms.received', 'sms.sent'])
+
 /**
  * For outboxInsertFrom's "is this event wanted" check: true when the event `e` (a call.* or sms.*
  * of a native session behind a façade session) goes to its Service's callback_url. One primary
@@ -13,7 +16,7 @@ import type { Db } from './transaction.js'
 export const facadeCallbackWanted = sql.fragment`
   SELECT true FROM twilio_native_sessions n
   JOIN twilio_sessions s ON s.id = n.session_id JOIN twilio_services v ON v.id = s.service_id
-  WHERE n.native_id = e.session_id AND v.callback_url IS NOT NULL AND (e.type LIKE 'call.%' OR e.type LIKE 'sms.%')`
+  WHERE n.native_id = e.session_id AND v.callback_url IS NOT NULL AND e.type = ANY(${sql.array([...CALLBACK_EVENTS], 'text')})`
 
 export interface FacadeOfNative {
   sessionId: string; serviceId: string; tenantId: string

@@ -4,7 +4,7 @@
 // token. Same outbox, same retries; webhook_deliveries records each URL's attempts.
 import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
-import { facadeOfNative, facadeOfSession, INTERACTION_CALLBACK } from '../../sql/twilio-proxy-callbacks.js'
+import { CALLBACK_EVENTS, facadeOfNative, facadeOfSession, INTERACTION_CALLBACK } from '../../sql/twilio-proxy-callbacks.js'
 import { getInteraction } from '../../sql/twilio-proxy-interactions.js'
 import type { OutboxEvent } from '../../sql/webhooks.js'
 import { interactionParams, signedForm } from '../../api/twilio-proxy/callback-params.js'
@@ -20,7 +20,7 @@ export function facadeCallbackTargets(pool: DatabasePool, phoneKey: Buffer): (ev
   const cipher = tokenCipher(phoneKey)
   return async ev => {
     const mine = ev.type === INTERACTION_CALLBACK // a MessageInteraction: its façade session and interaction
-    if (!ev.sessionId || !(mine || /^(call|sms)\./.test(ev.type))) return []
+    if (!ev.sessionId || !(mine || CALLBACK_EVENTS.has(ev.type))) return []
     const data = ev.envelope.data as { callId?: string; smsId?: string; interactionId?: string } | undefined
     const recordId = mine ? data?.interactionId : data?.callId ?? data?.smsId
     if (typeof recordId !== 'string') return []

@@ -5,6 +5,7 @@
 // the retry carries the same interaction. Participant SIDs only, never a number or a text.
 import t from 'tap'
 import twilio from 'twilio'
+import { sql } from 'slonik'
 import { startTelnyxService } from '../support/service.js'
 import { startWebhookReceiver, type ReceivedDelivery } from '../support/webhook-receiver.js'
 import { facadeAccount, poolNumber } from './support.js'
@@ -67,6 +68,12 @@ t.test('callback_url gets every interaction, signed, with retries', async t => {
     interactionSid: mi.sid, interactionType: 'Message', interactionSessionSid: s.sid, inboundParticipantSid: '',
     outboundParticipantSid: pa!.sid, outboundResourceSid: mi.outboundResourceSid, outboundResourceStatus: 'sent',
   })
+  // a text never forwarded (to a party who opted out) is no interaction: its sms.blocked is not queued for the callback
+  await driver.smsReceived({ from: B, to: pb!.proxyIdentifier, text: 'STOP', messageId: 'cb-sms-stop' })
+  await driver.smsReceived({ from: A, to: pa!.proxyIdentifier, text: 'anyone there?', messageId: 'cb-sms-2' })
+  await api.svc.flushRecords()
+  const blocked = await api.svc.db.pool.any(sql.unsafe`SELECT outcome FROM outbox WHERE tenant_id = ${tenantId} AND type = 'sms.blocked'`)
+  t.same(blocked.map(r => r.outcome), ['skipped'])
   const replayed = await outboxRowsAfter(api.svc.db.pool, { afterId: floorId(0), tenantIds: [tenantId], limit: 1000 })
   t.ok(replayed.length > 0 && replayed.every(r => !r.json.includes('twilio.interaction')), 'the MessageInteraction callback is no stream event')
   for (const d of receiver.deliveries) {
