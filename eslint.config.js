@@ -12,7 +12,7 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
-  // Type-aware rules (issue #14): a promise nobody awaits or catches is how a background writer
+  // Type-aware rules: a promise nobody awaits or catches is how a background writer
   // wedges or Node 20 exits on an unhandled rejection; a promise passed where a callback's result
   // is ignored (uWS handlers, timers, event listeners) is the same fault one step removed.
   {

@@ -78,7 +78,7 @@ export function createLogger(opts: LoggerSettings = {}): Logger {
 }
 
 /**
- * Asynchronous, buffered stdout (issue 12): lines are appended to an array with a running length
+ * Asynchronous, buffered stdout: lines are appended to an array with a running length
  * and go out joined in one write once 64 KiB are pending, or at the latest 100 ms after they were
  * logged (8 KiB writes cost a session read ~1 µs more of service CPU: bench/RESULTS.md, "Access
  * log: the cost of a line"). A line costs an array push: pino.destination (sonic-boom) measured the byte length of its
@@ -226,8 +226,8 @@ export type AccessLine = (method: string, route: string | null, status: number, 
  * The access line at info level, as the logger would write it and byte for byte the same (its
  * level, time, bindings, then method, route, status, us, tenantId, instance, aborted, msg), but
  * composed here, without pino's per-line work (object serialization, the scrub formatter, which has
- * nothing to scrub in these keys): 0.62 µs a line against 1.06 through pino (bench/access-log.bench.ts,
- * eighth session), on every request. A logger that is not a plain pino logger (mixins, hooks, a
+ * nothing to scrub in these keys): 0.62 µs a line against 1.06 through pino (bench/access-log.bench.ts),
+ * on every request. A logger that is not a plain pino logger (mixins, hooks, a
  * custom level format) gets its own `info` call.
  */
 export function accessLineWriter(logger: Logger): AccessLine {

@@ -27,7 +27,7 @@ export const problems = {
   'method-not-allowed': { status: 405, title: 'Method not allowed on this path' },
   'payload-too-large': { status: 413, title: 'Request body too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported Content-Type' },
-  // A dependency the request cannot do without is unreachable (issue 18); sent with Retry-After.
+  // A dependency the request cannot do without is unreachable (contract D13); sent with Retry-After.
   unavailable: { status: 503, title: 'Temporarily unavailable; retry after the Retry-After delay' },
 } as const satisfies Record<string, { status: number; title: string }>
 

@@ -24,7 +24,7 @@ export interface ServiceConfig {
 export interface SessionCommands {
   create(tenantId: string, body: CreateSessionBody, idempotency?: { key: string; requestHash: string }):
     Promise<{ status: number; body: unknown; replayed: boolean }>
-  /** Synchronous for a live session (answered from memory as JSON text, issue 13); a promise otherwise. */
+  /** Synchronous for a live session (answered from memory as JSON text, contract D4); a promise otherwise. */
   get(tenantId: string, id: string): JsonText | SessionView | Promise<SessionView>
   end(tenantId: string, id: string): Promise<SessionView>
   patch(tenantId: string, id: string, body: PatchSessionBody): Promise<SessionView>

@@ -1,4 +1,4 @@
-// Text that can reach a statement is valid UTF-8 without NUL (issue 19). Postgres refuses NUL in
+// Text that can reach a statement is valid UTF-8 without NUL (contract D13). Postgres refuses NUL in
 // text and jsonb ("invalid byte sequence for encoding UTF8: 0x00"), which surfaced as 500s, and
 // invalid UTF-8 would be stored as U+FFFD: changed without a word. Both are refused at the edge
 // instead: 400 on the REST API (gateway/http/app.ts), the callback's refusal answer on provider

@@ -1,5 +1,5 @@
 // The one check of a tenant's webhook target at write time, for both places that take one:
-// `POST /v1/webhooks` (`url`) and `PATCH /v1/config` (`webhookUrl`). Issue 19: the second stored
+// `POST /v1/webhooks` (`url`) and `PATCH /v1/config` (`webhookUrl`). Until both used it, the second stored
 // loopback, private and credential-bearing URLs the first refused; delivery refused them later,
 // so the tenant learned nothing until events went missing. The guard that matters still runs on
 // every connection (api/webhooks/ssrf.ts pinnedLookup, used by the gateway's transport); this one is early feedback.

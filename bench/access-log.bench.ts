@@ -1,8 +1,8 @@
 // Question: what does one access-log line cost the service? gateway/http/app.ts `finish()` writes
 // `{ method, route, status, us }` (plus `tenantId` on authenticated routes) after every answer below
 // 500 through api/log.ts `accessLineWriter` (the line pino would write, composed without pino's
-// per-line work), into an asynchronous destination that writes 8 KiB at a time. Issue #12 asks
-// for ≤ 2 µs a line, or a documented policy.
+// per-line work), into an asynchronous destination that writes 8 KiB at a time. The bar is
+// ≤ 2 µs a line, or a documented policy.
 //
 // Side by side, in one process, the same loop of lines (style 8):
 //   service          the line exactly as finish() writes it at LOG_LEVEL=info (the default), into
@@ -14,7 +14,7 @@
 //                    the path of 5xx lines
 //   pino_tenant      the same with tenantId
 //   sonic_boom       the pino case into pino.destination (sonic-boom, sync: false, minLength
-//                    8192): the service's destination before issue 12
+//                    8192): the service's earlier destination
 //   no_scrub         the pino case without the scrub formatter: what the scrub costs
 //   no_write         the pino case into a stream that drops each line: the line is built
 //                    and serialized, the destination's buffering and writes are not paid
@@ -49,7 +49,7 @@ const ROUTES = ['/v1/webhooks/cpaas/voice', '/v1/webhooks/cpaas/voice/status', '
 
 /** The service's stdout destination (api/log.ts stdoutDestination), on /dev/null. */
 const devNull = () => createAppendDestination({ fd: openSync('/dev/null', 'w') })
-/** The destination before issue 12: pino.destination (sonic-boom) with the same settings. */
+/** The service's earlier destination: pino.destination (sonic-boom) with the same settings. */
 const sonicBoom = () => pino.destination({ dest: '/dev/null', sync: false, minLength: 8_192 })
 
 /** The line of gateway/http/app.ts finish(), for a request that started at `start`. */

@@ -1,4 +1,4 @@
-// Question (issue 19): does a flood of dashboard logins slow the routed voice callback? Password
+// Question (contract 8.4): does a flood of dashboard logins slow the routed voice callback? Password
 // hashing (scrypt, N=2^17: 128 MiB and a few hundred ms of a core each) is bounded in
 // api/auth/passwords.ts to cores-1 at once and a short queue, past which logins get 503 at once;
 // the event loop keeps a core, so callbacks should not notice. This measures it.
@@ -114,7 +114,7 @@ async function main() {
     }
     const pct = (v: number[], p: number) => { const s = Float64Array.from(v).sort(); return s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN }
 
-    /** The login flood against the routed voice callback (issue 19). */
+    /** The login flood against the routed voice callback (contract 8.4). */
     async function callbackPhase(): Promise<boolean> {
       await callbacks(1) // warm-up: JIT, first engine lookups
       const quiet = await callbacks(SECONDS)

@@ -1,4 +1,4 @@
-// Postgres work per recorded call (issue 12): the real statement of sql/record-apply.ts for a
+// Postgres work per recorded call: the real statement of sql/record-apply.ts for a
 // batch of new calls (call rows and their call.incoming outbox rows; before migration 011 also one
 // call_count update per session), sent as the record writer sends it (a named statement on the
 // direct pool), timed on a scratch database next to DATABASE_URL, once on the schema before

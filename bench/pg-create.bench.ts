@@ -1,4 +1,4 @@
-// Postgres work per session create (issue 13): the real statement of sql/sessions.ts
+// Postgres work per session create: the real statement of sql/sessions.ts
 // (createSession, the named statement on the plain `pg` path, as POST /v1/sessions runs it without
 // an Idempotency-Key), timed on a scratch database next to DATABASE_URL, one create at a time, so
 // the CPU Postgres spends per create is measured without the HTTP service, the load generator or

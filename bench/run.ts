@@ -132,7 +132,7 @@ if (has('verify')) await step('verify', () => baselineVerify(ctx))
 
 // 2. The database: INSERT-loop and record-ceiling baselines (on an empty database: the ceiling's
 // rows are in its own scratch tables), then the population, then the service scenarios.
-// two-node (issue 17) needs Redis and a real Postgres: without them it is skipped here, before a
+// two-node (docs/scaling.md) needs Redis and a real Postgres: without them it is skipped here, before a
 // database and a population are made for it.
 const twoNodeWhyNot = has('two-node') ? twoNodeSkip(databaseUrl) : null
 if (twoNodeWhyNot) results.skip('two-node', twoNodeWhyNot)

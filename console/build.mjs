@@ -1,4 +1,4 @@
-// Builds the operator console (issue 15) into console/dist, which is committed so `npm start`
+// Builds the operator console (README.md, Operator console) into console/dist, which is committed so `npm start`
 // serves it without a build step: `npm run build:console`. With --check it builds in memory and
 // exits 1 when console/dist differs from what the sources give (test/console/build.test.ts), so
 // the committed files never drift from console/src. Asset names carry a content hash (the

@@ -28,7 +28,7 @@ export interface AllocationRequest {
   regions: readonly string[]
   now: number
   exclude: ReadonlySet<string> | undefined
-  /** Issue #16 stickyProxy: tried before everything else, under the same rules. */
+  /** stickyProxy (contract D10): tried before everything else, under the same rules. */
   prefer?: string | null | undefined
 }
 

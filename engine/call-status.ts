@@ -18,7 +18,7 @@
 // never ends the call either: the Dial's callbacks carry the bridged duration, and the Dial action
 // always fires when a bridge ends. Only a parent that ends while the call still rings says something
 // no other callback will: the caller gave up, possibly during the consent prompt, before the Dial
-// (and with it every other callback) ever started (issue #5).
+// (and with it every other callback) ever started.
 import type { CallStatus } from './types.js'
 
 export type CallEventName = 'call.answered' | 'call.ended' | 'call.failed'

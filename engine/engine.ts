@@ -44,7 +44,7 @@ export class Engine {
   readonly #idle = new IdleQueue()
   readonly #tombstones: Tombstones
   #clock = -Infinity // the latest `now` given to tick(); stamps tombstones
-  #applied: LiveSession | undefined = undefined // what the last #apply left holding its id: load() looks once (#13)
+  #applied: LiveSession | undefined = undefined // what the last #apply left holding its id: load() looks once
 
   constructor(opts: EngineOptions) {
     this.#pool = new NumberPool(opts.cooldownMs)
@@ -156,20 +156,20 @@ export class Engine {
         expired.push(next)
         continue
       }
-      this.#idle.check(s, now) // issue #16: an inactivity deadline, checked lazily (idle-queue.ts)
+      this.#idle.check(s, now) // contract D10: an inactivity deadline, checked lazily (idle-queue.ts)
       this.#timers.update(s)
     }
     this.#tombstones.prune(now)
     return expired
   }
 
-  /** Issue #16: the ACTIVE sessions tick() found idle, each once; the caller ends them if the store
+  /** contract D10: the ACTIVE sessions tick() found idle, each once; the caller ends them if the store
    * (which knows every node's activity) agrees, else calls resumeIdle (engine/idle-queue.ts). */
   idleDue(): SessionRecord[] {
     return this.#idle.drain(s => this.#sessions.get(s.id) === s)
   }
 
-  /** Issue #16: an inactivity end not written (later activity at `activeAt`, or no store): re-armed. */
+  /** contract D10: an inactivity end not written (later activity at `activeAt`, or no store): re-armed. */
   resumeIdle(id: SessionId, activeAt: number | null): void {
     const s = this.#sessions.get(id)
     if (s === undefined) return
@@ -187,7 +187,7 @@ export class Engine {
     return this.#sessions.get(id)?.toRecord()
   }
 
-  /** A live session's metadata and call counters (issue 13: reads from memory); undefined when not live here. */
+  /** A live session's metadata and call counters (contract D4: reads from memory); undefined when not live here. */
   live(id: SessionId): LiveView | undefined {
     return this.#sessions.get(id)
   }

@@ -1,7 +1,7 @@
 // Programming and integration errors (never user input): thrown, not returned as rejections.
 
 /**
- * The base of every internal error class (issue #14), after undici's `UND_ERR_*` codes and slonik's
+ * The base of every internal error class, after undici's `UND_ERR_*` codes and slonik's
  * error tree: `name` is the class name, `code` a stable string that logs, metrics and callers key
  * on instead of messages or `instanceof` across module copies. Our own conditions use
  * `ML_ERR_<WHAT>`; an error that wraps a foreign one keeps the foreign code where that is what

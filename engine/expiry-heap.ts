@@ -2,7 +2,7 @@
 // timer objects. Each item stores its own position, so re-arming (end, patch) and removal are
 // O(log n) instead of a search. Keys live in a parallel array of doubles: sifting compares without
 // touching the session objects. The key is read only when an item is pushed or updated (by
-// default its expiresAt; the engine's is the sooner of that and an inactivity deadline, issue #16).
+// default its expiresAt; the engine's is the sooner of that and an inactivity deadline, contract D10).
 
 export interface HeapItem {
   heapPos: number

@@ -1,4 +1,4 @@
-// Inactivity ends (issue #16) between the engine's tick and the store. A call or SMS only moves a
+// Inactivity ends (contract D10) between the engine's tick and the store. A call or SMS only moves a
 // session's activity mark (LiveSession.noteActivity: a field update, no heap work on the callback
 // path), so the deadline armed in the expiry heap may be stale: when it comes, the session is
 // checked again. Activity since re-arms it; otherwise it is handed out once (its IDLE_PENDING bit

@@ -18,7 +18,7 @@ export interface SessionExtras {
   lastCallAt: number | null
 }
 
-/** A live session as GET /v1/sessions/:id shows it (issue 13: answered from memory). */
+/** A live session as GET /v1/sessions/:id shows it (contract D4: answered from memory). */
 export interface LiveSnapshot extends SessionExtras {
   record: SessionRecord
 }
@@ -37,7 +37,7 @@ export interface LiveView {
   /** Takes back a noteCall whose record Postgres did not insert (a replayed CallSid, a refusal). */
   unnoteCall(at: number, prevLastCallAt: number | null): void
   /**
-   * A call or SMS of this session at `at` (issue #16: the inactivity clock). A field update, no
+   * A call or SMS of this session at `at` (contract D10: the inactivity clock). A field update, no
    * re-arming: the engine re-checks it when the armed deadline comes (Engine.tick).
    */
   noteActivity(at: number): void
@@ -55,7 +55,7 @@ const MODES: readonly DirectionMode[] = ['BIDIRECTIONAL', 'A_TO_B_ONLY', 'B_TO_A
 const CONSENTS: readonly ConsentPrompt[] = ['DEFAULT', 'CUSTOM', 'NONE']
 
 // flags: bits 0-1 state, 2-3 direction mode, 4-5 consent prompt, 6 recording, 7-8 the channels
-// a session does NOT carry (issue #16: 0, the default, is both), 9-22 the inactivity timeout in
+// a session does NOT carry (contract D10: 0, the default, is both), 9-22 the inactivity timeout in
 // minutes (0: none; 10,080 < 2^14), 23 an inactivity end handed out and not yet settled. Still a
 // small integer (under 2^30): no heap box per session.
 export const STATE_PENDING = 0
@@ -99,14 +99,14 @@ export class LiveSession implements LiveView {
   endedAt: number | null
   version: number
   heapPos = -1
-  // What GET /v1/sessions/:id shows besides the record (issue 13: reads of live sessions come
+  // What GET /v1/sessions/:id shows besides the record (reads of live sessions come
   // from memory). metadata is kept as its JSON text in Postgres's key order (one shared string when
   // empty) and parsed per read: reads are far rarer than the memory a parsed object would hold.
   metadata = EMPTY_METADATA
   callCount = 0
   lastCallAt: number | null = null
   /**
-   * Issue #16: the last call or SMS this node knows of (or the PATCH that set the timeout), in
+   * contract D10: the last call or SMS this node knows of (or the PATCH that set the timeout), in
    * whole seconds after createdAt, rounded up: a small integer, so no heap box at 1M sessions.
    * A lower bound: activity seen only by other nodes may be missing, and the store has the last
    * word before an inactivity end is written (api/app/session-runner.ts).
@@ -115,7 +115,7 @@ export class LiveSession implements LiveView {
   /**
    * The customer's party hash (an HMAC under the tenant's salt, which the engine does not hold),
    * remembered by the gateway at the session's first call so that later calls need neither the
-   * HMAC nor a cache of their own (issue #12); dropped when the customer changes. Null until then:
+   * HMAC nor a cache of their own; dropped when the customer changes. Null until then:
    * a pointer per session, the string only for sessions that had a call.
    */
   #customerHash: string | null = null
@@ -187,7 +187,7 @@ export class LiveSession implements LiveView {
   }
 
   /**
-   * When this session ends for inactivity as far as this node knows (issue #16): ACTIVE only (an
+   * When this session ends for inactivity as far as this node knows (contract D10): ACTIVE only (an
    * ended session is in its grace period already), not while an end is being written.
    */
   idleAt(): number {
@@ -239,7 +239,7 @@ export class LiveSession implements LiveView {
       endedAt: this.endedAt,
       expiredAt: null,
       version: this.version,
-      // Issue #16: present only when set (absent means the defaults: both channels, no timeout).
+      // contract D10: present only when set (absent means the defaults: both channels, no timeout).
       ...((f & (NO_VOICE | NO_SMS)) !== 0 ? { channels: ALL_CHANNELS ^ ((f & NO_VOICE) !== 0 ? Channel.VOICE : 0) ^ ((f & NO_SMS) !== 0 ? Channel.SMS : 0) } : {}),
       ...(this.idleMinutes !== 0 ? { inactivityTimeoutMinutes: this.idleMinutes } : {}),
     }

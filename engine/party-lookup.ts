@@ -1,4 +1,4 @@
-// GET /v1/sessions/verify from memory (issue 13): the newest routable session of a tenant that a
+// GET /v1/sessions/verify from memory (contract D4): the newest routable session of a tenant that a
 // number takes part in. The PartyIndex is keyed by (proxy, party), so the tenant's proxies in use
 // are probed one by one: a few hundred lookups for a large tenant, against a Postgres round trip.
 import type { LiveSession } from './live-session.js'

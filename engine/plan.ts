@@ -15,12 +15,12 @@ export interface CreateInput {
   maxDurationMinutes: number
   recordingEnabled: boolean
   consentPrompt: ConsentPrompt
-  /** Issue #16: channel bits (types.ts Channel); absent: both. */
+  /** contract D10: channel bits (types.ts Channel); absent: both. */
   channels?: number
-  /** Issue #16: absent or null: no inactivity timeout. */
+  /** contract D10: absent or null: no inactivity timeout. */
   inactivityTimeoutMinutes?: number | null
   /**
-   * Issue #16 stickyProxy: the proxy this agent and customer last had with the tenant, tried
+   * stickyProxy (contract D10): the proxy this agent and customer last had with the tenant, tried
    * first; normal allocation when it cannot carry the session (held by another tenant, cooling
    * down, or a party live on it: the overlap rule).
    */

@@ -1,4 +1,4 @@
-// Pool alerts (issue #16 item 5): when a region's free share of proxy numbers falls below 20 %,
+// Pool alerts (contract D12): when a region's free share of proxy numbers falls below 20 %,
 // 10 % and 5 %, and when it recovers above 25 %, one alert each. Pure: given the pool counts
 // (engine.poolCounts, free = available: neither in use nor cooling down), it returns the
 // crossings since the last check; the edge logs, counts and emits them.

@@ -1,6 +1,6 @@
 // The region (ISO country) of an E.164 number, for proxy allocation (contract D2, D4): the country
 // comes from libphonenumber-js (parseRegion, the reference). Its full parse costs ~4-13 µs, twice
-// per create, so regionOf answers the same without parsing most of the time (issue 13):
+// per create, so regionOf answers the same without parsing most of the time:
 // - a calling code used by one country gives that country without parsing;
 // - for a shared calling code (+1, +44, +7…), the answer is cached by the number minus its last
 //   four digits (which also fixes its length), when the metadata of every country of that code

@@ -27,7 +27,7 @@ export type RouteDecision =
     consentAudioUrl: string | null
   }
   | { kind: 'direction-not-allowed'; sessionId: SessionId; tenantId: TenantId; direction: CallDirection }
-  /** Issue #16: the session does not carry this channel (a call on an SMS-only session, or the reverse). */
+  /** contract D10: the session does not carry this channel (a call on an SMS-only session, or the reverse). */
   | { kind: 'channel-not-allowed'; sessionId: SessionId; tenantId: TenantId; direction: CallDirection }
   /**
    * A pool number on which this caller has no routable session (expired, swapped away, stranger):
@@ -47,7 +47,7 @@ export function routeCall(pool: NumberPool, index: PartyIndex, proxy: string, ca
   // Routable: ACTIVE or GRACE_PERIOD (not PENDING) and before expiresAt (contract D4), even if
   // the expiry tick has not run yet.
   if ((s.flags & 3) === STATE_PENDING || now >= s.expiresAt) return noSession(pool, proxy)
-  // Issue #16: the channel before the direction: a session without it refuses either party.
+  // contract D10: the channel before the direction: a session without it refuses either party.
   if ((s.flags & (channel === 'sms' ? NO_SMS : NO_VOICE)) !== 0) {
     return { kind: 'channel-not-allowed', sessionId: s.id, tenantId: s.tenant.routing.id, direction: index.isAgentAt(slot) ? 'A_TO_B' : 'B_TO_A' }
   }

@@ -35,7 +35,7 @@ export function step(s: SessionRecord, m: SessionMsg, now: number): StepResult {
       // contract D4: in GRACE_PERIOD the deadline moves to endedAt + grace (already past → the next
       // tick expires it); while ACTIVE, PENDING or ended only the stored value changes.
       const expiresAt = m.gracePeriodMinutes !== undefined && s.state === 'GRACE_PERIOD' ? (s.endedAt ?? now) + grace * MINUTE : s.expiresAt
-      // Issue #16: null switches the inactivity timeout off; it only ever ends an ACTIVE session.
+      // contract D10: null switches the inactivity timeout off; it only ever ends an ACTIVE session.
       const idle = m.inactivityTimeoutMinutes === undefined ? (s.inactivityTimeoutMinutes ?? null) : m.inactivityTimeoutMinutes
       if (grace === s.gracePeriodMinutes && expiresAt === s.expiresAt && idle === (s.inactivityTimeoutMinutes ?? null)) return unchanged(s)
       const next: SessionRecord = { ...s, gracePeriodMinutes: grace, expiresAt, version: s.version + 1 }

@@ -1,4 +1,4 @@
-// SMS opt-out (issue #16, carrier rules for US long codes): the keywords a party may text to a
+// SMS opt-out (contract D11, carrier rules for US long codes): the keywords a party may text to a
 // proxy, the set of parties opted out of each proxy, and what an inbound SMS should do given both.
 // Pure: the set is filled by the gateway (boot load, its own writes, the bus, reconciliation) and
 // read on the SMS path, which never waits on I/O for it.
@@ -97,7 +97,7 @@ export function smsAction(
   keyword: SmsKeyword | null,
   optedOut: { sender(tenantId: string): boolean; recipient(dec: Extract<RouteDecision, { kind: 'connect' }>): boolean },
 ): SmsAction {
-  // A session that does not carry SMS (issue #16 channels) still hears its parties' keywords.
+  // A session that does not carry SMS (contract D10 channels) still hears its parties' keywords.
   const tenantId = dec.kind === 'connect' || dec.kind === 'direction-not-allowed' || dec.kind === 'channel-not-allowed' ? dec.tenantId
     : dec.kind === 'no-session' ? dec.tenant?.id ?? null : null
   if (keyword !== null && tenantId !== null) {

@@ -63,7 +63,7 @@ export const CallStatus = {
 export type CallStatus = (typeof CallStatus)[keyof typeof CallStatus]
 
 /**
- * The channels a session carries (issue #16), as a bitmask: a voice call on a session without
+ * The channels a session carries (contract D10), as a bitmask: a voice call on a session without
  * VOICE is refused, an SMS on one without SMS is blocked. Both by default.
  */
 export const Channel = { VOICE: 1, SMS: 2 } as const
@@ -109,10 +109,10 @@ export interface SessionRecord {
   endedAt: number | null
   expiredAt: number | null
   version: number
-  /** Channel bits (issue #16); absent: both. */
+  /** Channel bits (contract D10); absent: both. */
   channels?: number
   /**
-   * Issue #16: an ACTIVE session with no call or SMS for this long ends as POST /end would
+   * contract D10: an ACTIVE session with no call or SMS for this long ends as POST /end would
    * (grace applies); absent or null: never.
    */
   inactivityTimeoutMinutes?: number | null

@@ -3,7 +3,7 @@
 // source of truth) and fan the event out to their own WebSocket clients. Messages carry ids and
 // event envelopes only, never a phone number, so Redis never holds one.
 // Without REDIS_URL there is a single node and the in-process bus delivers nothing to anyone.
-// Redis going away never blocks or fails the request path (issue 18): publish() only queues, both
+// Redis going away never blocks or fails the request path: publish() only queues, both
 // connections reconnect by themselves, and errors are reported at most once a second per kind.
 // Messages of the outage are lost on the bus (Postgres keeps them): the bus reports every place
 // where it may have missed some (onGap) and the node reconciles with Postgres (api/app/reconcile.ts).
@@ -29,7 +29,7 @@ export interface Bus {
   /** Messages published by OTHER nodes. */
   onMessage(handler: (msg: BusMessage) => void): void
   /**
-   * Messages may have been missed (issue 17): the reader reconnected (Redis restarted, perhaps
+   * Messages may have been missed (docs/scaling.md): the reader reconnected (Redis restarted, perhaps
    * empty, or a partition), or the stream was trimmed past the last id it read (a paused node).
    * The handler reconciles from Postgres; reading goes on meanwhile. `heardUntil` (epoch ms, this
    * node's clock): the start of the last read that returned everything the stream then held, so

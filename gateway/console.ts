@@ -1,4 +1,4 @@
-// Serves the operator console (issue 15) at /console: the prebuilt files of console/dist (built by
+// Serves the operator console (README.md, Operator console) at /console: the prebuilt files of console/dist (built by
 // `npm run build:console`, committed, so `npm start` needs no build step of its own), read once at
 // boot and answered from memory.
 //

@@ -1,4 +1,4 @@
-// A full garbage collection on demand, for the one moment it pays: the end of the boot (#12, #13).
+// A full garbage collection on demand, for the one moment it pays: the end of the boot.
 // Building a million sessions leaves the boot's decode garbage interleaved with them in the old
 // generation, and V8's first mark-compact of that ~600 MB heap came seconds into serving: on the
 // service's one core it held the event loop ~1.5 s (61 % of that window in the collector), the

@@ -1,4 +1,4 @@
-// Prometheus metrics (issue 15): `GET /metrics` in the text format on a listener of its own
+// Prometheus metrics (docs/operations.md): `GET /metrics` in the text format on a listener of its own
 // (METRICS_PORT, on HOST), so scraping never queues behind API traffic and the port can stay
 // private. Values that exist anyway (live sessions, pool counts, the record writer's queue, the
 // breakers) are read on scrape through `collect()`; what happens per request is counted into
@@ -98,7 +98,7 @@ export interface MetricSources {
   breakers?: () => Array<{ name: string; state: 'CLOSED' | 'OPEN' | 'HALF_OPEN' }>
   /** 1 when the service takes traffic (the readiness route's answer). */
   ready?: () => boolean
-  /** Issue #16: the pool alert level of a region (0 ok, 1 below 20 % free, 2 below 10 %, 3 below 5 %). */
+  /** contract D12: the pool alert level of a region (0 ok, 1 below 20 % free, 2 below 10 %, 3 below 5 %). */
   poolAlertLevel?: (region: string) => number
   /** How session creates reached Postgres since start (sql/create-batcher.ts); null: a connection that does not batch. */
   createBatches?: () => Readonly<BatchStats> | null
@@ -112,7 +112,7 @@ export interface ServiceMetrics {
   webhook(outcome: 'delivered' | 'retry' | 'failed' | 'skipped' | 'error'): void
   /** A WebSocket client closed; `code` is its close code. */
   streamClosed(code: number): void
-  /** Issue #16: a create refused with 503 pool-exhausted. */
+  /** contract D12: a create refused with 503 pool-exhausted. */
   poolExhausted(): void
   /** Sources read on scrape; set once the service has them. */
   sources: MetricSources
@@ -169,7 +169,7 @@ export function createServiceMetrics(o: { routes?: Iterable<string>; defaults?: 
       g.labels(p.region, p.provider, 'cooldown').set(p.cooldown)
     }
   })
-  // Issue #16: the free share (available / total: neither in use nor cooling down) and the alert
+  // contract D12: the free share (available / total: neither in use nor cooling down) and the alert
   // level each region is at (api/app/pool-alerts.ts); labels are region names, never a number.
   gauge('maskline_pool_free_ratio', 'Free share of the proxy numbers of a region (available / total), 0 to 1', ['region'], g => {
     g.reset()

@@ -1,4 +1,4 @@
-// What the process does when something escapes every handler (issue 14). Every background promise
+// What the process does when something escapes every handler. Every background promise
 // of ours settles by construction (the record writer, the dispatcher, the sweeps catch and count
 // their failures), so reaching these handlers is a bug — but not the same kind:
 // - an unhandled rejection is one promise nobody awaited: logged as an error with its stack and
@@ -19,7 +19,7 @@ export interface SignalProcess {
 }
 
 /**
- * SIGTERM and SIGINT (issue 15): the graceful stop, once. `close` is RunningService.close()
+ * SIGTERM and SIGINT (docs/operations.md): the graceful stop, once. `close` is RunningService.close()
  * (readiness 503 and the listener closed at once, requests in flight finish within the grace, then
  * webhook attempts, the record writer and the bus); exit 0 when it completes, 1 when it fails or
  * overruns `deadlineMs` (the supervisor's SIGKILL would come next anyway; the journal keeps what

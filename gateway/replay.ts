@@ -1,4 +1,4 @@
-// Replays to this node's WebSocket clients the events the bus lost (issue 17). The bus is a live
+// Replays to this node's WebSocket clients the events the bus lost (docs/scaling.md). The bus is a live
 // feed: what other nodes published while Redis was down, while this node was cut off from it, or
 // while it was paused past the stream's trim, never arrives. Every event is in the outbox (written
 // in the transaction of its change, sql/outbox.ts), so when the bus reports a gap this node reads

@@ -102,7 +102,7 @@ export interface RunningService {
   /** The Prometheus registry and its listener's port (null: METRICS_PORT=off or not bound). */
   metrics: ServiceMetrics
   metricsPort: number | null
-  /** Issue #16: pool alerts; `check()` runs the once-a-second check now (tests). */
+  /** contract D12: pool alerts; `check()` runs the once-a-second check now (tests). */
   poolAlerts: PoolAlerter
   /** booting → ready → draining (GET /v1/health/ready). */
   readiness(): Readiness
@@ -150,7 +150,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     await migrate(db.pool)
     await seedNumbers(db.pool, cfg.numberPool, cfg.provider)
 
-    // The write-behind journal (issue 18): what an earlier run answered for and Postgres never
+    // The write-behind journal (contract D5): what an earlier run answered for and Postgres never
     // got is applied before anything is loaded from Postgres or served.
     const journalDir = join(cfg.dataDir, 'journal')
     const dbId = await instanceId(db.pool)
@@ -168,9 +168,9 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       log.info({ batches: leftovers.batches.length }, 'journal replayed')
     }
 
-    // Issue 17: the reconciliation sweep starts from what the boot load below will see.
+    // docs/scaling.md: the reconciliation sweep starts from what the boot load below will see.
     const changesFrom = await sessionChangeWatermark(db.pool)
-    const rebuildAt = performance.now() // the boot's phases are logged ('boot'): where a slow boot goes (#13)
+    const rebuildAt = performance.now() // the boot's phases are logged ('boot'): where a slow boot goes
     const engine = new Engine({ cooldownMs: cfg.cooldownSeconds * 1000 })
     const mailboxes = new Mailboxes()
     const cipher = createPhoneCipher(cfg.phoneKey)
@@ -196,7 +196,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
 
     const bus: Bus = await createBus({ redisUrl: cfg.redisUrl, nodeId, stream: cfg.busStream ?? busStreamName(dbId), onError: onError('bus'), maxLen: cfg.busMaxLen })
     closers.push(() => bus.close())
-    // Issue #16: every opted-out party (by hash) in memory before anything is served.
+    // contract D11: every opted-out party (by hash) in memory before anything is served.
     const optOuts = await loadOptOutSet(db.pool, msgs => bus.publish(msgs))
     // The change is answered for once the other nodes can read it (bounded: Redis never holds a request up).
     announceTenant = id => { bus.publish([{ kind: 'tenant', id }]); return orAfter(bus.settled(), ANNOUNCE_WAIT_MS, undefined) }
@@ -209,7 +209,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       // The request path's connection (rate limits, health): no offline queue, so a Redis outage
       // costs a request milliseconds, never a wait for the reconnect (a request waits at most
       // LIMITER_TIMEOUT_MS, see api/rate-limit/limiter.ts; commandTimeout only bounds what a dead
-      // connection holds); reconnects at most 1 s apart (issue 18).
+      // connection holds); reconnects at most 1 s apart.
       const { Redis: RedisClient } = await import('ioredis') // only with a REDIS_URL (gateway/bus.ts)
       const r = redis = new RedisClient(cfg.redisUrl, { enableOfflineQueue: false, commandTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: n => Math.min(n * 100, 1_000) })
       r.on('error', () => log.warn({ component: 'redis', code: 'redis-error' }, 'recoverable error'))
@@ -239,7 +239,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       extraTargets: facadeCallbackTargets(db.pool, cfg.phoneKey),
     })
 
-    // Issue 17: what the bus lost is replayed from the outbox to this node's WebSocket clients
+    // docs/scaling.md: what the bus lost is replayed from the outbox to this node's WebSocket clients
     // (gateway/replay.ts); every event for them goes through it, so none is sent twice and live
     // ones wait behind a replay. A single node has no bus to lose anything: straight to the stream.
     const replayer = bus.kind === 'redis'
@@ -291,15 +291,15 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const callCounter = createCallCounter(engine)
     countLate = envs => callCounter.committed(envs)
     const runner = createSessionRunner({
-      // A session's events keep their order behind the call records queued before them (#6); while
-      // Postgres is away that wait is bounded, and the command answers 503 (issue 18).
+      // A session's events keep their order behind the call records queued before them (contract D6); while
+      // Postgres is away that wait is bounded, and the command answers 503 (contract D13).
       flushRecords: async () => {
         if (await orAfter(records.flush(), RECORDS_WAIT_MS, 'late') === 'late') throw new StoreError('unavailable', 'records-backlog')
       },
       db: db.pool, engine, mailboxes, tenants, cipher, hashParty, now, otherNodes: bus.kind === 'redis',
       announce: (id, version, envelopes) => fanOut(envelopes, [{ kind: 'session', id, version }]),
     })
-    // Issue #16: a create refused for lack of numbers is counted (metric, and per tenant and hour
+    // contract D12: a create refused for lack of numbers is counted (metric, and per tenant and hour
     // for the session analytics: a direct write off the answer's path; refusals are rare).
     const countRefusal = (tenantId: string) => {
       metrics.poolExhausted()
@@ -312,7 +312,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
         throw err
       }),
     }
-    // Issue #16: pool alerts, announced once cluster-wide (api/app/pool-alerts.ts says how).
+    // contract D12: pool alerts, announced once cluster-wide (api/app/pool-alerts.ts says how).
     const poolAlerts = await startPoolAlerter({ db: db.pool, engine, log, now, announce: envs => fanOut(envs) })
     closers.unshift(() => poolAlerts.close())
 
@@ -331,7 +331,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       smsCompliance: createSmsCompliance({ optOuts, tenants, hashParty, records, provider, log, now }),
     })
 
-    // Other nodes (issue 17): reload what they committed from Postgres (the bus never carries
+    // Other nodes (docs/scaling.md): reload what they committed from Postgres (the bus never carries
     // numbers), one reload per session at a time, newer versions only; reconcile with Postgres on
     // a sweep, and at once when the bus may have lost messages. A single node has nothing to do.
     if (bus.kind === 'redis') {
@@ -382,7 +382,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
       ...webhookRoutes, ...healthRoutes(checks), readinessRoute(() => readiness), ...callbackRoutes,
       ...analyticsRoutes, ...billingRoutes, ...twilioCredentialRoutes(proxyAuth),
     ]
-    routes.push(...consoleRoutes(routes)) // the operator console's API: the same handlers for user tokens (#15)
+    routes.push(...consoleRoutes(routes)) // the operator console's API: the same handlers for user tokens
     // In the table it documents (built on first request), so the document lists itself.
     routes.push(openapiRoute(routes, { stream: true }))
     const http = createHttpApp({
@@ -399,7 +399,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
           selfUrl: () => (boundPort === null ? null : listenerUrl(cfg.host, boundPort)),
           settleMs: cfg.streamSettleMs, replayWindowMs: cfg.streamReplayHours * 3_600_000, replay: outboxReplaySource(db.pool),
         })
-        registerConsole(app, { log, publicBaseUrl: () => services.config.publicBaseUrl }) // GET /console (#15)
+        registerConsole(app, { log, publicBaseUrl: () => services.config.publicBaseUrl }) // GET /console
       },
     })
     const port = boundPort = await http.listen(cfg.host, cfg.port)

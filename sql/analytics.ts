@@ -38,7 +38,7 @@ function bucketOf(g: Granularity, column: 'created_at' | 'initiated_at' | 'hour'
 export interface SessionsBucket { ts: string; count: number; poolExhausted?: number }
 
 /**
- * Sessions created per bucket, oldest first; issue #16: with the creates refused for lack of
+ * Sessions created per bucket, oldest first; contract D12: with the creates refused for lack of
  * numbers (pool_refusals, counted per UTC hour, so an hour bucket holds whole hours) as
  * `poolExhausted` on the buckets that had any, a bucket with refusals only included.
  */

@@ -1,4 +1,4 @@
-// Read-only figures of the operator console (issue 15) that no API endpoint had: one tenant's live
+// Read-only figures of the operator console (README.md, Operator console) that no API endpoint had: one tenant's live
 // sessions by state, its calls and SMS per UTC minute over the last hour, and one session's
 // timeline. Nothing here reads a number column, nor a party hash.
 import { sql } from 'slonik'
@@ -75,7 +75,7 @@ interface RecordRow {
 /**
  * A session's timeline (the console's session page): null unless the tenant has the session.
  * Built from the tables indexed for it, never from the outbox (write-hot, and no index serves a
- * read by session there; issue 12 keeps it so):
+ * read by session there, and none is added for this):
  * - the session row (primary key): created, activated, ended, expired or failed;
  * - its calls, newest `perKind` (call_records_session) and SMS (sms_records_session_sent), with
  *   direction, status, duration or reason; never party_b_hash nor any number;

@@ -1,4 +1,4 @@
-// Natural batching of session creates (issue 13). A create that finds a free slot goes to the
+// Natural batching of session creates. A create that finds a free slot goes to the
 // database at once, alone; creates that arrive while the slots are taken wait, and the next free
 // slot takes all of them (up to a batch's limit) as one batch. Nothing waits for a timer: an idle
 // service sends every create alone, as before, and a busy one pays a create's fixed Postgres cost

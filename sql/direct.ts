@@ -1,4 +1,4 @@
-// The plain `pg` path for the store's hot statements (issues 12–14): the session create and the
+// The plain `pg` path for the store's hot statements: the session create and the
 // record writer's batches. slonik sends every query as an unnamed statement, so Postgres parses
 // and plans it on each execution (for the ten-CTE create, 0.75 ms of parse and 1.3 ms of planning,
 // nearly all of Postgres's CPU per create), and its per-query work (the tag, interceptors, result

@@ -1,4 +1,4 @@
-// The write-behind journal (issue 18): a batch of record operations the service has answered for
+// The write-behind journal (contract D5): a batch of record operations the service has answered for
 // and Postgres has not committed in time (sql/record-writer.ts says when) is appended here, on
 // local disk in DATA_DIR, and marked done once Postgres committed it. A node that dies (SIGKILL,
 // power) or that is stopped while Postgres is away replays at its next boot what Postgres never

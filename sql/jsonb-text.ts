@@ -1,5 +1,5 @@
 // The JSON text of a value as Postgres's jsonb would give it back, for what memory holds instead of
-// reading it (issue 13: a live session's metadata). jsonb keeps one value per key (the last, as
+// reading it (a live session's metadata). jsonb keeps one value per key (the last, as
 // JSON.parse does) and orders an object's keys by their length in bytes, then bytewise
 // (lengthCompareJsonbStringValue in src/backend/utils/adt/jsonb_util.c): `{"bb":1,"a":2}` comes back
 // as `{"a": 2, "bb": 1}`. Whitespace differs from Postgres's output, which no reader sees.

@@ -57,7 +57,7 @@ export function outboxInsertFrom(envelopes: FragmentSqlToken, session?: string |
 
 /**
  * The smallest UUIDv7 of the millisecond `ms`: `id > floorId(ms)` selects every event minted at or
- * after `ms` (issue 17, gateway/replay.ts). UUIDs compare bytewise, the first 48 bits are the time.
+ * after `ms` (docs/scaling.md, gateway/replay.ts). UUIDs compare bytewise, the first 48 bits are the time.
  */
 export function floorId(ms: number): string {
   const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0')
@@ -65,7 +65,7 @@ export function floorId(ms: number): string {
 }
 
 /**
- * Events after `afterId` of the given tenants, oldest first, at most `limit` (issue 17: a node
+ * Events after `afterId` of the given tenants, oldest first, at most `limit` (docs/scaling.md: a node
  * replays to its WebSocket clients what the bus lost). `id > $1 ORDER BY id LIMIT n` is a range
  * scan of the outbox's primary key (ids are UUIDv7, so in time order) with the tenant as a filter:
  * no index of its own on the write-hot outbox.

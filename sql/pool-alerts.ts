@@ -1,4 +1,4 @@
-// Pool alerts and refused creates (issue #16 item 5, migration 009). Both are rare: a level
+// Pool alerts and refused creates (contract D12, migration 009). Both are rare: a level
 // changes a few times a day at most, a refusal answers 503 anyway; neither is on a hot path.
 import { sql } from 'slonik'
 import type { EventEnvelope } from './vocabulary/event-envelope.js'

@@ -54,7 +54,7 @@ export interface CallCallback {
   at: number
   /**
    * The call as the voice fetch would have recorded it, when the engine can still place it: a
-   * record lost in a crash window is created from it, so the final record exists (issue 18).
+   * record lost in a crash window is created from it, so the final record exists (contract D5).
    * Written only when no record exists for the call.
    */
   rebuild?: CallInsert
@@ -72,7 +72,7 @@ export interface SmsInsert {
   status: SmsStatus
   sentAt: number
   deliveredAt?: number | null
-  /** Why a FAILED message never reached the provider (issue #16): opted_out, channel. */
+  /** Why a FAILED message never reached the provider (contract D11): opted_out, channel. */
   reason?: 'opted_out' | 'channel' | null
 }
 

@@ -7,7 +7,7 @@
 // then), past the memory bound, and at close. A batch that commits in time never touches the disk
 // (appending every batch cost the voice path an O_DSYNC write per 10 ms: bench/RESULTS.md, "What moved the figures", cfa5b7e).
 //
-// Nothing the service answered for is forgotten (issue 18):
+// Nothing the service answered for is forgotten (contract D5):
 // - A batch Postgres cannot take now (connection lost, server down, deadlock) is retried with
 //   backoff until it can, however long that takes; later batches wait behind it, so a call's
 //   operations stay in order. While it waits, the backlog is merged into larger applies.

@@ -149,7 +149,7 @@ export interface SmsView {
   status: SmsStatus
   sentAt: string
   deliveredAt: string | null
-  /** Issue #16: why a FAILED message was dropped before the provider (opted_out, channel); else null. */
+  /** contract D11: why a FAILED message was dropped before the provider (opted_out, channel); else null. */
   reason: string | null
 }
 

@@ -1,4 +1,4 @@
-// What changed in `sessions` since a watermark (issue 17, migration 006): the reconciliation
+// What changed in `sessions` since a watermark (docs/scaling.md, migration 006): the reconciliation
 // sweep of api/app/reconcile.ts compares these (id, version, state) with the engine's memory and
 // reloads only what differs. The watermark is a transaction id (xid8, as text): every transaction
 // below it had finished when the read that returned it ran, so the next read from it misses

@@ -41,7 +41,7 @@ const P = (name: CreateParam) => `\u0001${name}`
  * create inserted fails the INSERT into session_participants on its primary key (23505, no ON
  * CONFLICT on purpose). Contract 3.1 and the hold stay decided by the database.
  * Lock order: the tenant row (q), then the proxy row (p waits for q: EXISTS over q gates it), then
- * the participant keys: the order releaseSessions and bulkInsertSessions keep (issue 18). Each
+ * the participant keys: the order releaseSessions and bulkInsertSessions keep. Each
  * uncorrelated EXISTS is evaluated in full before the node it gates reads a row. (A tenant row
  * locked FOR UPDATE first and updated after, in one statement, deadlocked: the update of a row
  * version newer than the snapshot queues for the tuple lock behind the waiters of its own lock.)
@@ -157,7 +157,7 @@ export function createValues(a: CreateSessionArgs, buffers: boolean): unknown[] 
 }
 
 /**
- * Creates that arrive while an earlier one is at the database go together (issue 13): one call of
+ * Creates that arrive while an earlier one is at the database go together: one call of
  * create_sessions_batch (migration 015), which takes the batch's row locks in the order every
  * writer keeps and then writes every create of the batch, or nothing.
  */

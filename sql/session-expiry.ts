@@ -1,4 +1,4 @@
-// Sessions leaving the live states: expiry (contract 3.1), inactivity ends (issue #16), and the
+// Sessions leaving the live states: expiry (contract 3.1), inactivity ends (contract D10), and the
 // release of their participants, quota and proxy that every exit shares.
 import { sql, type FragmentSqlToken, type SerializableValue } from 'slonik'
 import type { EventEnvelope } from './vocabulary/event-envelope.js'
@@ -16,7 +16,7 @@ import { lastActivity } from './session-update.js'
  * session, docs/dual-proxy.md), and a proxy whose count reaches 0 is released (no tenant, cooldown
  * starts). Counters never go below 0, so a drift cannot block expiry.
  *
- * Lock order (issue 18: creates and expiry sweeps deadlocked): every statement that moves these
+ * Lock order (creates and expiry sweeps deadlocked): every statement that moves these
  * counters locks the tenant rows first (by id), then the proxy rows (by number), then touches the
  * participant rows, as createSession does (q, then p, then parts) and bulkInsertSessions (tenants,
  * then proxies). Two statements:
@@ -25,7 +25,7 @@ import { lastActivity } from './session-update.js'
  *    locks in ORDER BY order, and lock_p starts only once lock_t has counted all its rows (an
  *    uncorrelated scalar subquery is evaluated, in full, before the node it gates reads a row).
  * 2. The writes, in a statement of their own, so with a snapshot taken once every row they change
- *    is held. Written in the locking statement they deadlocked (issue 12, once the outbox's key to
+ *    is held. Written in the locking statement they deadlocked (once the outbox's key to
  *    tenants was gone: migration 010): a tenant row updated by another transaction after that
  *    statement's snapshot is locked by lock_t in its newest version, but the UPDATE then meets the
  *    older version of its snapshot and queues for that version's tuple lock behind the transactions
@@ -123,7 +123,7 @@ export interface IdleEnd {
 }
 
 /**
- * Issue #16: inactivity ends, as POST /end (contract 3.1: GRACE_PERIOD, endedAt, expiresAt = now +
+ * contract D10: inactivity ends, as POST /end (contract 3.1: GRACE_PERIOD, endedAt, expiresAt = now +
  * grace), each written only if the session is still at the version memory planned from, still
  * ACTIVE, and idle as the store knows it (lastActivity: calls and SMS of every node). Rows locked
  * in id order, as expireSessions: every node whose deadline fires tries, one writes. Returns the

@@ -49,7 +49,7 @@ function toRecord(r: RecordRow, cipher: SessionCipher): SessionRecord {
     endedAt: r.ended_at,
     expiredAt: r.expired_at,
     version: r.version,
-    // Issue #16: present when not the default, as the engine's records (both channels, no timeout).
+    // contract D10: present when not the default, as the engine's records (both channels, no timeout).
     ...(r.channels !== ALL_CHANNELS ? { channels: r.channels } : {}),
     ...(r.inactivity_timeout_minutes !== null ? { inactivityTimeoutMinutes: r.inactivity_timeout_minutes } : {}),
   }
@@ -81,7 +81,7 @@ export async function getLiveSessionState(db: Db, id: string, cipher: SessionCip
   })
 }
 
-/** What a live session's API view holds besides its record (issue 13: reads answered from
+/** What a live session's API view holds besides its record (reads answered from
  * memory): metadata::text (the jsonb's own text, its key order, not parsed), the call counters. */
 export type LiveExtra = SessionExtras
 
@@ -364,7 +364,7 @@ class LiveDecoder {
       expiredAt: stamp(b, at[15]!),
       version: int(b, at[16]!, len[16]!),
     }
-    // Issue #16, set only when not the default (both channels, no timeout), as the engine's records.
+    // contract D10: set only when not the default (both channels, no timeout), as the engine's records.
     const channels = int(b, at[20]!, len[20]!)
     if (channels !== ALL_CHANNELS) rec.channels = channels
     if (at[21]! >= 0) rec.inactivityTimeoutMinutes = int(b, at[21]!, len[21]!)
@@ -476,7 +476,7 @@ export async function loadTenantsRouting(db: Db): Promise<TenantRouting[]> {
   })
 }
 
-/** getLiveSessionState of many sessions in one statement (issue 17: the reconciliation sweep); unknown ids are left out. */
+/** getLiveSessionState of many sessions in one statement (docs/scaling.md: the reconciliation sweep); unknown ids are left out. */
 export async function getLiveSessionStates(db: Db, ids: readonly string[], cipher: SessionCipher): Promise<SessionState[]> {
   const valid = ids.filter(isUuid)
   if (valid.length === 0) return []

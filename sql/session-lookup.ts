@@ -5,7 +5,7 @@ import { ts, type Db } from './transaction.js'
 import { LIVE } from './session-common.js'
 
 /**
- * Issue #16 stickyProxy: the proxy of the newest session this agent and customer had with the
+ * stickyProxy (contract D10): the proxy of the newest session this agent and customer had with the
  * tenant created at or after `since`; null when none. One probe of sessions_pair_recent (008).
  */
 export async function findStickyProxy(db: Db, q: { tenantId: string; agentHash: string; customerHash: string; since: number }): Promise<string | null> {

@@ -1,5 +1,5 @@
 // A session's transition as the engine planned it (PATCH, swap, end, activation), written under
-// optimistic concurrency on its version; and its last activity as the store knows it (issue #16).
+// optimistic concurrency on its version; and its last activity as the store knows it (contract D10).
 import { sql, type FragmentSqlToken, type SerializableValue } from 'slonik'
 import type { EventEnvelope } from './vocabulary/event-envelope.js'
 import { uuidv7 } from './vocabulary/ids.js'
@@ -28,7 +28,7 @@ export interface UpdateSessionArgs {
   swap?: SwapArgs
   audit?: { action: string; data: object }
   events: EventEnvelope[]
-  /** Issue #16: the inactivity clock restarts here (a PATCH that changed the timeout). */
+  /** contract D10: the inactivity clock restarts here (a PATCH that changed the timeout). */
   activityFrom?: number
 }
 
@@ -42,7 +42,7 @@ export async function updateSession(db: Db, a: UpdateSessionArgs): Promise<'ok' 
   const { prev, next } = a
   const direct = isPool(db) ? directPool(db) : null
   if (!(isLive(prev.state) && !isLive(next.state))) {
-    // No release: one statement, committed on its own (issue 13: a target swap was five statements
+    // No release: one statement, committed on its own (a target swap was five statements
     // and BEGIN/COMMIT, seven round trips and ~3 ms before its event could leave for the sockets).
     const q = direct ? direct.queries : db
     const r = (await guard(() => withRetry(() => q.one(changeStatement(a))))) as { found: number; written: number }
@@ -66,7 +66,7 @@ export async function updateSession(db: Db, a: UpdateSessionArgs): Promise<'ok' 
   }
   // Given a pool, on the plain `pg` path with its statements named (sql/direct.ts): an end is five
   // or six statements, and slonik's per-query work and its unnamed statements' parse and plan made
-  // each take ~6 ms of the service's time at p50 (issue 13).
+  // each take ~6 ms of the service's time at p50.
   return direct ? guard(() => withRetry(() => directTransaction(direct, work))) : transact<Outcome>(db, work)
 }
 
@@ -123,7 +123,7 @@ function changeStatement(a: UpdateSessionArgs) {
 }
 
 /**
- * Issue #16: a session's last activity as the store knows it: the start of its inactivity clock
+ * contract D10: a session's last activity as the store knows it: the start of its inactivity clock
  * (creation, or the PATCH that set the timeout), its last call (its call records, written by
  * whatever node routed it) and its last SMS (one probe of sms_records_session_sent).
  */
@@ -132,7 +132,7 @@ export function lastActivity(s: FragmentSqlToken) {
     (SELECT max(sr.sent_at) FROM sms_records sr WHERE sr.session_id = ${s}.id))`
 }
 
-/** Issue #16: lastActivity of one session in epoch ms; null when the session is unknown. */
+/** contract D10: lastActivity of one session in epoch ms; null when the session is unknown. */
 export async function getLastActivity(db: Db, id: string): Promise<number | null> {
   if (!isUuid(id)) return null
   return guard(async () => {

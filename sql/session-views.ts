@@ -26,7 +26,7 @@ export interface SessionView {
   expiredAt: string | null
   callCount: number
   lastCallAt: string | null
-  /** Issue #16. */
+  /** contract D10. */
   channels: Array<'voice' | 'sms'>
   inactivityTimeoutMinutes: number | null
 }
@@ -72,7 +72,7 @@ const VOICE_ONLY: Array<'voice' | 'sms'> = ['voice']
 const SMS_ONLY: Array<'voice' | 'sms'> = ['sms']
 const BOTH: Array<'voice' | 'sms'> = ['voice', 'sms']
 
-/** Issue #16: channel bits (engine/types.ts Channel) as the API names them; absent: both. */
+/** contract D10: channel bits (engine/types.ts Channel) as the API names them; absent: both. */
 export function channelNames(bits: number | undefined): Array<'voice' | 'sms'> {
   return bits === 1 ? [...VOICE_ONLY] : bits === 2 ? [...SMS_ONLY] : [...BOTH]
 }

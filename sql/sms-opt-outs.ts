@@ -1,4 +1,4 @@
-// SMS opt-outs (issue #16, migration 007): by tenant, proxy and party hash, never a number. The
+// SMS opt-outs (contract D11, migration 007): by tenant, proxy and party hash, never a number. The
 // SMS path reads them from memory (engine/sms-opt-out.ts OptOutSet); this is what fills it (boot,
 // reconciliation) and the direct, durable writes of STOP and START (api/cpaas/sms/opt-out.ts).
 import { sql } from 'slonik'

@@ -19,7 +19,7 @@ export interface TenantState {
   expiredCallBehavior: ExpiredCallBehavior
   supportPhone: string | null
   recordingConsentAudioUrl: string | null
-  /** Issue #16: the STOP confirmation and HELP answer sent from a proxy; null: the default text. */
+  /** contract D11: the STOP confirmation and HELP answer sent from a proxy; null: the default text. */
   smsOptOutText: string | null
   smsHelpText: string | null
 }

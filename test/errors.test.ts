@@ -1,4 +1,4 @@
-// Issue 14: one base for internal errors. Every error class of ours extends MasklineError (a
+// One base for internal errors. Every error class of ours extends MasklineError (a
 // `code` convention, the class name as `name`); none extends Error directly but the base itself.
 // The HTTP problem catalog stays its own vocabulary (test/api/problems.test.ts).
 import t from 'tap'

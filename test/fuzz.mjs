@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Long fuzz runs (issue 19): `npm run fuzz -- --fuzz 50000 [--seed S] [--embedded | --services]`.
+// Long fuzz runs: `npm run fuzz -- --fuzz 50000 [--seed S] [--embedded | --services]`.
 // Runs test/api/fuzz.test.ts with FUZZ_RUNS=N (npm test runs 2,000) on both backends, like
 // test/run.mjs, without the per-file timeout. A failure prints its seed: pass it back to replay.
 import { spawn } from 'node:child_process'

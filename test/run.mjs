@@ -11,7 +11,7 @@ const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const only = process.argv.slice(2) // optional test files/dirs to narrow a local run
 
 /**
- * Issue #14: coverage only goes up. Each backend's whole-suite figures when the floor was set,
+ * Coverage only goes up. Each backend's whole-suite figures when the floor was set,
  * rounded down to a whole percent, less one point for the paths whose coverage depends on timing
  * (retries, races, reconnects). A run below a floor fails; raise the floors when coverage rises.
  * Set from the run of 291f29c, the first whose figures count the code run by tsx child processes
@@ -128,7 +128,7 @@ function failedAssertions(out, maxAssertions = 8, maxLines = 40) {
 if (!only.length) {
   await gate('types (tsc --noEmit)', 'npx', ['tsc', '--noEmit', '-p', '.'])
   await gate('lint (eslint)', 'npx', ['eslint', '.'])
-  // Issue #7: CI proves the bench suite still runs (a short smoke; its figures are not judged).
+  // CI proves the bench suite still runs (a short smoke; its figures are not judged).
   await gate('bench smoke (npm run bench -- --smoke)', 'npm', ['run', 'bench', '--silent', '--', '--smoke'])
 }
 // Every file runs on the real services; the embedded suite runs the files that depend on the

@@ -1,5 +1,5 @@
 // contract 2.2 callCount / lastCallAt of live sessions, exact in memory while the call records are still
-// being written behind (issue 13: GET /v1/sessions/:id answers from memory).
+// being written behind (contract D4: GET /v1/sessions/:id answers from memory).
 //
 // Postgres counts a call by its record (sql/call-count.ts; sql/record-apply.ts insertCalls: a replayed
 // CallSid inserts nothing). This node counts a call it routes at once (noteCall), and takes it back
@@ -11,7 +11,7 @@
 //   announced, not routed here   → a record rebuilt from a later callback: count it now
 // Calls recorded by other nodes arrive as their call.incoming events over the bus and are counted
 // then (so another node's figure trails by the bus delay, see docs/scaling.md). Their SMS events
-// move the session's activity mark likewise (issue #16: the inactivity clock), as this node's SMS
+// move the session's activity mark likewise (contract D10: the inactivity clock), as this node's SMS
 // callback does for its own.
 import type { Engine, LiveView } from '../../engine/index.js'
 import type { SessionId } from '../../engine/types.js'

@@ -1,4 +1,4 @@
-// Pool alerts at the edge (issue #16 item 5). The engine computes crossings (engine/pool-alerts.ts)
+// Pool alerts at the edge (contract D12). The engine computes crossings (engine/pool-alerts.ts)
 // from its pool counts; this checks them every second (a level is about the pool, not about one
 // create: a check per create would cost a walk of the cooling numbers on the create path, and
 // a second of delay is nothing for an alert) and announces each crossing once:

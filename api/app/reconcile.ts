@@ -1,5 +1,5 @@
 // Keeps a node's engine equal to Postgres, the source of truth, when it runs beside other nodes
-// (issue 17). Two ways in:
+// (docs/scaling.md). Two ways in:
 // - reload(id, version): a bus message says another node committed this version. Reloads of one
 //   session run one at a time (a message arriving meanwhile reloads once more afterwards), and
 //   none is started for a version memory already holds. Whatever order the reads come back in,
@@ -42,7 +42,7 @@ export interface ReconcilerDeps {
   sweepMs?: number
   /**
    * Other in-memory sets kept equal to Postgres the same way, swept after the sessions on every
-   * sweep (issue #16: the SMS opt-outs, api/cpaas/sms/opt-out.ts). Each keeps its own watermark
+   * sweep (contract D11: the SMS opt-outs, api/cpaas/sms/opt-out.ts). Each keeps its own watermark
    * and throws when Postgres is away, which fails the sweep like a session read does.
    */
   alsoSweep?: ReadonlyArray<() => Promise<unknown>>

@@ -32,7 +32,7 @@ export interface RunnerDeps {
    * Commits what the record writer holds (call and SMS records and their events). Awaited before a
    * session command commits, so an event of a call routed on this node before the command has a
    * smaller id AND is in the outbox first: the dispatcher, which delivers a session's pending
-   * events by id, can never send the later session event before it (issue #6: order per session).
+   * events by id, can never send the later session event before it (contract D6: order per session).
    */
   flushRecords?: () => Promise<void>
   /** Other nodes share the database (REDIS_URL): memory may miss a session created elsewhere. */
@@ -44,10 +44,10 @@ export interface CreateResult { status: number; body: unknown; replayed: boolean
 const MAX_ALLOCATION_TRIES = 8
 const EXPIRY_BATCH = 5_000
 const MINUTE = 60_000
-/** Issue #16 stickyProxy: how far back a pair's previous session counts. */
+/** stickyProxy (contract D10): how far back a pair's previous session counts. */
 const STICKY_WINDOW_MS = 30 * 24 * 60 * MINUTE
 
-/** Issue #16: the API's channel names as the engine's bits; absent: both (undefined). */
+/** contract D10: the API's channel names as the engine's bits; absent: both (undefined). */
 function channelBits(names: readonly ('voice' | 'sms')[] | undefined): number | undefined {
   if (names === undefined) return undefined
   return (names.includes('voice') ? Channel.VOICE : 0) | (names.includes('sms') ? Channel.SMS : 0)
@@ -112,7 +112,7 @@ export function createSessionRunner(d: RunnerDeps) {
     const agentHash = d.hashParty(tenant.salt, input.agentPhone)
     const customerHash = d.hashParty(tenant.salt, input.customerPhone)
     if (body.stickyProxy === true) {
-      // Issue #16: one indexed read, for sticky creates only (the create itself stays one
+      // contract D10: one indexed read, for sticky creates only (the create itself stays one
       // statement). The engine tries this proxy first under the usual rules, then allocates as usual.
       input.preferProxy = await store.findStickyProxy(d.db, { tenantId, agentHash, customerHash, since: now - STICKY_WINDOW_MS }) as E164 | null
     }
@@ -190,11 +190,11 @@ export function createSessionRunner(d: RunnerDeps) {
         const changed = plan.next.version !== prev.version
         if (!changed && !patch) return await view(tenantId, id)
         // A metadata change is a new version too, so other nodes reload the session (metadata
-        // included) and a PATCH racing another node's is replanned, not lost (issue 13).
+        // included) and a PATCH racing another node's is replanned, not lost.
         const next = changed ? plan.next : { ...plan.next, version: prev.version + 1 }
         const live = d.engine.live(id as SessionId)?.snapshot()
         const envelopes = envelopesOf(plan.events)
-        // Issue #16: a PATCH that changes the inactivity timeout restarts its clock.
+        // contract D10: a PATCH that changes the inactivity timeout restarts its clock.
         const restart = msg.type === 'patch' && (prev.inactivityTimeoutMinutes ?? null) !== (next.inactivityTimeoutMinutes ?? null)
         let swap: store.SwapArgs | undefined
         let audit: { action: string; data: object } | undefined
@@ -236,7 +236,7 @@ export function createSessionRunner(d: RunnerDeps) {
   }
 
   /**
-   * From memory (issue 13). A miss is the answer when memory holds every live session (one node);
+   * From memory (contract D4). A miss is the answer when memory holds every live session (one node);
    * with other nodes, a session one of them created moments ago may not have reached this one yet,
    * so a miss asks Postgres.
    */
@@ -256,7 +256,7 @@ export function createSessionRunner(d: RunnerDeps) {
   }
 
   /**
-   * A live session from memory (issue 13), synchronously: no promise, no await on the hot read;
+   * A live session from memory (contract D4), synchronously: no promise, no await on the hot read;
    * any other from Postgres. May throw (not-found of another tenant's live session) as well as reject.
    */
   function view(tenantId: string, id: string): SessionView | Promise<SessionView> {
@@ -313,7 +313,7 @@ export function createSessionRunner(d: RunnerDeps) {
   }
 
   /**
-   * Issue #16: sessions idle past their inactivity timeout end as POST /end would, once, whatever
+   * contract D10: sessions idle past their inactivity timeout end as POST /end would, once, whatever
    * node's deadline fires first: the store writes the end only if the session is still at the
    * version memory planned from, still ACTIVE and idle as it knows it (the calls and SMS of every
    * node). A session it refuses is reloaded if another node changed it, and re-armed from the
@@ -380,7 +380,7 @@ export function createSessionRunner(d: RunnerDeps) {
       // when it ticks it, so what the database did not take (it was down) is kept and retried:
       // expireSessions only moves rows that are still live, so a retry is safe.
       const due = [...unwritten.splice(0), ...d.engine.tick(d.now(), EXPIRY_BATCH)]
-      // Issue #16: what tick() found idle is ended (or re-armed) whatever becomes of the expiries.
+      // contract D10: what tick() found idle is ended (or re-armed) whatever becomes of the expiries.
       const idle = d.engine.idleDue()
       try {
         return await expire(due)
@@ -429,7 +429,7 @@ export function viewOf(rec: SessionRecord, metadata: Record<string, unknown>, ca
 const CHANNELS_JSON = { 1: JSON.stringify(channelNames(1)), 2: JSON.stringify(channelNames(2)), both: JSON.stringify(channelNames(3)) }
 
 /**
- * viewOf's answer as JSON text, written directly: a live session's GET (issue 13) skips parsing
+ * viewOf's answer as JSON text, written directly: a live session's GET skips parsing
  * its metadata, the view object, the allow-list copy and JSON.stringify (~2.5 µs of a ~18 µs read,
  * bench/RESULTS.md, "What moved the figures", 4e6f263). The fields in the schema's order; the metadata as stored
  * (JSON text in jsonb's key order); ids, enums, numbers and timestamps need no escaping.

@@ -1,4 +1,4 @@
-// The one tenant directory (issues 13, 14): every tenant's state (status, tier, salt, defaults,
+// The one tenant directory: every tenant's state (status, tier, salt, defaults,
 // routing) and every live API credential (apiKey hash → tenant, secret MAC), in memory, loaded at
 // boot and kept current:
 // - a change made through this node (config, signup, rotation, suspension) applies here at once
@@ -29,7 +29,7 @@ export interface TenantInfo extends TenantRouting {
   recordingEnabled: boolean
   recordingConsentMode: ConsentPrompt
   concurrentSessions: number
-  /** Issue #16: sent from a proxy on STOP and HELP; null: the default text. */
+  /** contract D11: sent from a proxy on STOP and HELP; null: the default text. */
   smsOptOutText: string | null
   smsHelpText: string | null
 }
@@ -169,7 +169,7 @@ export class TenantDirectory implements AuthDirectory {
     const hit = this.#tenants.get(routing.id)
     if (hit && 'expiredCallBehavior' in routing) {
       Object.assign(hit, { tier: routing.tier, expiredCallBehavior: routing.expiredCallBehavior, supportPhone: routing.supportPhone, recordingConsentAudioUrl: routing.recordingConsentAudioUrl })
-      // Issue #16: the SMS texts too, so the next STOP or HELP on this node sends the new text.
+      // contract D11: the SMS texts too, so the next STOP or HELP on this node sends the new text.
       if (routing.smsTexts) Object.assign(hit, routing.smsTexts)
       this.#upsert(hit)
     }

@@ -1,4 +1,4 @@
-// Per-account sign-in throttle (issue 19). The per-address throttle bounds one client; a guess
+// Per-account sign-in throttle (contract 8.4). The per-address throttle bounds one client; a guess
 // spread over many addresses needs a bound on the account itself: after ACCOUNT_FAILURE_LIMIT
 // failed sign-ins within ACCOUNT_WINDOW_MS, the account is refused (429) from every address
 // until the oldest of those failures ages out. Unknown emails are throttled the same way, so the

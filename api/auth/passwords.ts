@@ -1,5 +1,5 @@
 // Dashboard passwords (contract D3): scrypt N=2^17, r=8, p=1, per-user salt, constant-time compare.
-// One hash takes ~128 MiB and a few hundred ms of a core. Issue 19: signup is unauthenticated,
+// One hash takes ~128 MiB and a few hundred ms of a core. Signup is unauthenticated (contract 8.4),
 // and 40 concurrent signups used to hold ~400 MiB and slow everything else down, so every hash
 // waits for a slot of api/auth/hash-queue.ts: few at once, checks of existing accounts before the
 // hashes of new ones, and a refusal (503 + Retry-After) at once rather than a long wait.

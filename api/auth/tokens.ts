@@ -2,7 +2,7 @@
 // a `typ` claim that must agree with the audience, and a kid naming the key.
 //
 // Signing is an HMAC with the key's pads computed once (sql/vocabulary/mac.ts) over a header
-// encoded once per key (issue 13: jose's SignJWT imported the key and re-encoded the header on
+// encoded once per key (jose's SignJWT imported the key and re-encoded the header on
 // every call); the result is a standard HS256 JWT, the same bytes SignJWT produces, and
 // verification stays with jose (jwtVerify).
 import { createHash, type KeyObject } from 'node:crypto'

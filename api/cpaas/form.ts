@@ -2,7 +2,7 @@
 //
 // - `+` is a space, `%XX` is percent-decoding of UTF-8. Malformed input (a bad escape, an escape
 //   that is not valid UTF-8, too many fields) gives `null`, never a throw: the caller answers 400.
-// - So does text that must not reach a statement (issue 19): a body that is not UTF-8, or a NUL,
+// - So does text that must not reach a statement (contract D13): a body that is not UTF-8, or a NUL,
 //   raw or `%00`. Postgres refuses NUL in text; a provider never sends one.
 // - Duplicate names: the FIRST value wins in the object form. Provider callbacks never repeat a
 //   name, so a repeat is either noise or an attempt to shadow a field; taking the first keeps the

@@ -93,7 +93,7 @@ export function normalizeFormSms(form: Readonly<Record<string, string>>): SmsCal
 export function parseSmsCallback(contentType: string | undefined, rawBody: Buffer | string): SmsCallback {
   const ct = (contentType ?? '').toLowerCase()
   if (ct.includes('json')) {
-    // Issue 19: not UTF-8, or a NUL / lone surrogate in any string, is refused like bad JSON.
+    // contract D13: not UTF-8, or a NUL / lone surrogate in any string, is refused like bad JSON.
     if (typeof rawBody !== 'string' && !isUtf8(rawBody)) return INVALID
     let parsed: unknown
     try {

@@ -45,7 +45,7 @@ export function rateLimitHeaders(d: RateDecision, now: number): Record<string, s
 }
 
 /**
- * How long a request waits for a shared limiter's answer (issue 18): past it the limiter counts as
+ * How long a request waits for a shared limiter's answer (contract D13): past it the limiter counts as
  * unavailable. A Redis round trip on a healthy network takes well under a millisecond; the margin
  * is for a busy machine.
  */

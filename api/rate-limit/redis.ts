@@ -4,7 +4,7 @@
 // with the window, so idle tenants leave nothing behind.
 // Give it a connection without an offline queue (gateway/service.ts): while Redis is unreachable
 // a command then fails at once instead of waiting for the reconnect, and composeRateLimiter
-// (limiter.ts) turns failures and slow answers into an `unavailable` decision (issue 18).
+// (limiter.ts) turns failures and slow answers into an `unavailable` decision (contract D13).
 import { randomBytes } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { RateDecision, RateLimiter } from './limiter.js'

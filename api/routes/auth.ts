@@ -41,7 +41,7 @@ const LoginReply = Type.Object({
 
 const RotateReply = Type.Object({ apiKey: Type.String(), apiSecret: Type.String() })
 
-/** Issue 19: signups per address and minute. Each costs a password hash and a tenant. */
+/** contract 8.4: signups per address and minute. Each costs a password hash and a tenant. */
 const SIGNUP_LIMIT_PER_IP = 20
 
 /** The address a per-address throttle counts: captured for the routes that set `clientIp`. */
@@ -71,7 +71,7 @@ export const authRoutes: RouteDef[] = [
       const keyHash = apiKeyHash(req.body.apiKey)
       // Keyed by the key's hash: the key itself never reaches Redis.
       const limits = await throttle(s, `token:${keyHash.toString('base64url')}`, TOKEN_LIMIT_PER_KEY)
-      // The key and the tenant come from the tenant directory (memory), not Postgres (issue 13).
+      // The key and the tenant come from the tenant directory (memory), not Postgres (contract D4).
       const r = await s.authenticator.exchange(keyHash, req.body.apiSecret)
       if (r === 'unauthorized') throw new ApiProblem('unauthorized', 'Unknown API key or wrong secret', { headers: limits })
       if (r === 'suspended') throw new ApiProblem('forbidden', 'The tenant is suspended', { headers: limits })
@@ -110,7 +110,7 @@ export const authRoutes: RouteDef[] = [
       const limits = await throttle(s, `login:${peer(req)}`, LOGIN_LIMIT_PER_IP)
       const user = await findUserByEmail(s.db, req.body.email)
       const account = accountKey(req.body.email, user?.id ?? null)
-      refuseLockedAccount(s, account) // issue 19: bounds guesses spread over many addresses
+      refuseLockedAccount(s, account) // contract 8.4: bounds guesses spread over many addresses
       const ok = user ? await verifyPassword(req.body.password, user.passwordHash) : (await burnPasswordCheck(req.body.password), false)
       if (!user || !ok) {
         await recordFailedSignIn(s, account)

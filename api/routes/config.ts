@@ -19,7 +19,7 @@ const ConfigPatch = Type.Object({
   recordingConsentMode: Type.Optional(ConsentMode),
   recordingConsentAudioUrl: Type.Optional(Nullable(HttpUrl)),
   pushConfig: Type.Optional(Type.Object({}, { additionalProperties: true, maxProperties: 50 })),
-  // Issue #16: texts sent from a proxy (null: back to the default text).
+  // contract D11: texts sent from a proxy (null: back to the default text).
   smsOptOutText: Type.Optional(Nullable(SmsReplyText)),
   smsHelpText: Type.Optional(Nullable(SmsReplyText)),
 })
@@ -68,7 +68,7 @@ export const configRoutes: RouteDef[] = [
     async handler(req) {
       const s = req.services
       const patch = req.body as TenantPatch
-      // The same check as POST /v1/webhooks (issue 19): refused now, not at delivery.
+      // The same check as POST /v1/webhooks: refused now, not at delivery.
       if (typeof patch.webhookUrl === 'string') await checkTenantWebhookUrl(s, patch.webhookUrl, { slug: 'validation-error', field: 'webhookUrl' })
       const r = await updateTenant(s.db, req.auth!.tenantId, patch)
       if (r === 'r-rec') {

@@ -1,4 +1,4 @@
-// The operator console's API (issue 15): the endpoints the page at /console calls with the
+// The operator console's API (README.md, Operator console): the endpoints the page at /console calls with the
 // dashboard user token it logs in with (contract 4.1).
 //
 // Contract 5.2/5.3 keep the two token types apart: the session, number, webhook and analytics

@@ -60,7 +60,7 @@ const ReadyView = Type.Object({
 export type Readiness = 'ready' | 'booting' | 'draining'
 
 /**
- * Issue 15: readiness, apart from liveness (`/v1/health`). 503 until the boot has finished (the
+ * docs/operations.md: readiness, apart from liveness (`/v1/health`). 503 until the boot has finished (the
  * engine holds every live session before anything listens; the first expiry sweep and the webhook
  * dispatcher still run after), and 503 from the moment SIGTERM starts the drain.
  */

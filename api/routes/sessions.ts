@@ -1,5 +1,5 @@
 // Contract 4.2: sessions. Commands go through the session runner (engine + one transaction); a live
-// session is read from memory (issue 13), lists and ended sessions from Postgres.
+// session is read from memory (contract D4), lists and ended sessions from Postgres.
 import { hash } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { route, ApiProblem, type RouteDef } from '../route.js'

@@ -53,7 +53,7 @@ export const SessionsBucket = Type.Object({
   count: Count,
   poolExhausted: Type.Optional(Type.Integer({
     minimum: 1,
-    description: 'Issue #16: creates refused with 503 pool-exhausted in this bucket (counted per UTC hour); absent when none',
+    description: 'contract D12: creates refused with 503 pool-exhausted in this bucket (counted per UTC hour); absent when none',
   })),
 })
 export const SessionsOverTime = Type.Array(SessionsBucket)

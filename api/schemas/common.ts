@@ -50,7 +50,7 @@ export const Platform = StringEnum(['ios', 'android'])
 
 /** Contract 2.1. An allow-list: the salt and counters of the row never reach a response. */
 /**
- * Issue #16: a text the service sends from a proxy (STOP confirmation, HELP answer): at most two
+ * contract D11: a text the service sends from a proxy (STOP confirmation, HELP answer): at most two
  * SMS segments (2 × 160 characters), not blank.
  */
 export const SmsReplyText = Type.String({ maxLength: 320, pattern: '\\S' })
@@ -68,8 +68,8 @@ export const TenantView = Type.Object({
   recordingConsentMode: ConsentMode,
   recordingConsentAudioUrl: Nullable(Type.String()),
   pushConfig: Type.Object({}, { additionalProperties: true }),
-  smsOptOutText: Nullable(Type.String({ description: 'Sent from the proxy to a party who texts STOP (issue #16); null: the default text' })),
-  smsHelpText: Nullable(Type.String({ description: 'Sent from the proxy to a party who texts HELP or INFO (issue #16); null: the default text' })),
+  smsOptOutText: Nullable(Type.String({ description: 'Sent from the proxy to a party who texts STOP (contract D11); null: the default text' })),
+  smsHelpText: Nullable(Type.String({ description: 'Sent from the proxy to a party who texts HELP or INFO (contract D11); null: the default text' })),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 })

@@ -26,7 +26,7 @@ export const SmsView = Type.Object({
   sentAt: Timestamp,
   deliveredAt: Nullable(Timestamp),
   reason: Nullable(Type.String({
-    description: 'Issue #16: why a FAILED message was dropped before reaching the provider: `opted_out` (the recipient texted STOP to this proxy) or `channel` (the session carries voice only); null otherwise',
+    description: 'contract D11: why a FAILED message was dropped before reaching the provider: `opted_out` (the recipient texted STOP to this proxy) or `channel` (the session carries voice only); null otherwise',
   })),
 })
 

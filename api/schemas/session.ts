@@ -22,12 +22,12 @@ const MaxDurationMinutes = Type.Integer({ minimum: 1, maximum: 10080 })
 // Optional session settings (contract D10); their defaults keep the core behaviour.
 const InactivityMinutes = Type.Integer({
   minimum: 1, maximum: 10080,
-  description: 'Issue #16: an ACTIVE session with no call or SMS for this many minutes ends as POST /v1/sessions/:id/end would (grace applies), once, on any node',
+  description: 'contract D10: an ACTIVE session with no call or SMS for this many minutes ends as POST /v1/sessions/:id/end would (grace applies), once, on any node',
 })
 const ChannelName = Type.Union([Type.Literal('voice'), Type.Literal('sms')])
 const Channels = Type.Array(ChannelName, {
   minItems: 1, maxItems: 2, uniqueItems: true,
-  description: 'Issue #16: the channels the session carries (default both): a call on an SMS-only session is rejected and recorded FAILED; an SMS on a voice-only session is recorded FAILED (reason `channel`) and reported by sms.blocked',
+  description: 'contract D10: the channels the session carries (default both): a call on an SMS-only session is rejected and recorded FAILED; an SMS on a voice-only session is recorded FAILED (reason `channel`) and reported by sms.blocked',
 })
 
 export const CreateSessionBody = Type.Object({
@@ -40,7 +40,7 @@ export const CreateSessionBody = Type.Object({
   recordingEnabled: Type.Optional(Type.Boolean()),
   consentPrompt: Type.Optional(Consent),
   stickyProxy: Type.Optional(Type.Boolean({
-    description: 'Issue #16: reuse the proxy this agent and customer had with the tenant in the last 30 days when it can carry the session (the overlap rule holds); otherwise a proxy is allocated as usual',
+    description: 'contract D10: reuse the proxy this agent and customer had with the tenant in the last 30 days when it can carry the session (the overlap rule holds); otherwise a proxy is allocated as usual',
   })),
   inactivityTimeoutMinutes: Type.Optional(InactivityMinutes),
   channels: Type.Optional(Channels),
@@ -51,7 +51,7 @@ export type CreateSessionBody = Static<typeof CreateSessionBody>
 export const PatchSessionBody = Type.Object({
   metadata: Type.Optional(Metadata),
   gracePeriodMinutes: Type.Optional(GraceMinutes),
-  // Issue #16: a change restarts the inactivity clock; null switches the timeout off.
+  // contract D10: a change restarts the inactivity clock; null switches the timeout off.
   inactivityTimeoutMinutes: Type.Optional(Type.Union([InactivityMinutes, Type.Null()])),
 }, { additionalProperties: false })
 export type PatchSessionBody = Static<typeof PatchSessionBody>
@@ -79,7 +79,7 @@ export const SessionView = Type.Object({
   expiredAt: Type.Union([Timestamp, Type.Null()]),
   callCount: Type.Integer(),
   lastCallAt: Type.Union([Timestamp, Type.Null()]),
-  // Issue #16, additive (optional: an Idempotency-Key replay of an answer stored before them has neither).
+  // contract D10, additive (optional: an Idempotency-Key replay of an answer stored before them has neither).
   channels: Type.Optional(Type.Array(ChannelName)),
   inactivityTimeoutMinutes: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
 })

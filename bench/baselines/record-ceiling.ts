@@ -1,4 +1,4 @@
-// Baseline: the record ceiling (issue #12) — the least work a routed, recorded call needs, on bare
+// Baseline: the record ceiling — the least work a routed, recorded call needs, on bare
 // uWS with raw pg: read the form body, one Map lookup for (proxy, caller), render the service's own
 // <Dial> (connectTexml), and append the call row and its `call.incoming` outbox row in 10 ms group
 // commits, one multi-row INSERT from arrays (unnest) per commit, one commit at a time. Answers go

@@ -8,7 +8,7 @@ export type BaselineId = (typeof BASELINE_IDS)[number]
 /**
  * Steps a full run leaves out (only --only picks them; --smoke includes them, where they skip
  * without what they need). two-node: two service processes on one Postgres and one Redis
- * (issue 17); it needs REDIS_URL and DATABASE_URL, and at the default million sessions it would
+ * (docs/scaling.md); it needs REDIS_URL and DATABASE_URL, and at the default million sessions it would
  * boot two more services of ~1 GB each and add minutes to a full run. login-flood: sign-in under
  * a login flood and a signup flood (bench/login-flood.bench.ts, its own service child). soak: two
  * nodes on a private Postgres and Redis for `--minutes` (bench/scenarios/soak.ts); not in --smoke

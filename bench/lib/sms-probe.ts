@@ -1,7 +1,7 @@
 // Scenario 3's far side: the fake Telnyx API the service forwards SMS to (test/support/fake-telnyx.ts),
 // and a probe that measures the forwarding delay — from posting a signed `message.received`
 // callback to the forwarded `messages.send` arriving here. It behaves as the provider does: a 503
-// (the service could not hand the forward over within its budget, issue #12) is retried after its
+// (the service could not hand the forward over within its budget) is retried after its
 // Retry-After, and the delay of a message counts from the attempt that was accepted. Sender and receiver share this process
 // and its clock. It also counts every forward, the forwarding throughput under wrk's load.
 //

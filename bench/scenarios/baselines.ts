@@ -1,7 +1,7 @@
 // Baselines measured in the same run (style 8): the HTTP ceiling (bare uWS "hello"), the ceiling
 // of the callback work alone (bare uWS: form parse + Map.get + TeXML), what a user would otherwise
 // pick (the same handler on fastify), one core verifying Ed25519 signatures, the database's
-// single-row INSERT rate with 8 connections, and the record ceiling (issue #12: the callback work
+// single-row INSERT rate with 8 connections, and the record ceiling (the callback work
 // plus its call row and outbox row in 10 ms group commits through raw pg).
 import { fileURLToPath } from 'node:url'
 import type { BenchDatabase } from '../lib/database.js'
@@ -103,7 +103,7 @@ export async function baselineRecordCeiling(ctx: Ctx, db: BenchDatabase, voice: 
   let final: CeilingStats & { callRows: number; outboxRows: number } | undefined
   await withServer(ctx, 'record ceiling', '../baselines/record-ceiling.ts', [JSON.stringify({ sessions, proxies, tenants, ...target })], async (url, child) => {
     await preflight(ctx, name, url, voice.warmFile, { status: 200, body: /<Dial/ })
-    // Issue #12's latency bar (voice unloaded p50 ≤ hello's + 20 µs) against what a recorded call
+    // The voice latency bar (voice unloaded p50 ≤ hello's + 20 µs) against what a recorded call
     // costs one request alone on this machine: the group commit's Postgres work shares the box.
     await unloaded(ctx, { name, label: 'record ceiling', url, file: voice.unloadedFile, distinct: voice.unloadedDistinct })
     const over = r.difference(`${name}.unloaded_p50_over_hello`, `${name}.unloaded_p50`, 'baseline.hello.unloaded_p50', 'us')
@@ -150,7 +150,7 @@ export async function baselineRecordCeiling(ctx: Ctx, db: BenchDatabase, voice: 
   if (final.errors > 0 || final.callRows !== final.outboxRows) {
     r.note(`${name}: ${final.errors} commits failed (${final.errorRows} rows); ${final.callRows} call rows vs ${final.outboxRows} outbox rows`)
   }
-  // Issue #12: if the ceiling itself is below 0.25 of hello, the voice bars are held to the ceiling.
+  // If the ceiling itself is below 0.25 of hello, the voice bars are held to the ceiling.
   const ceiling = r.get(`${name}.rps`)
   const hello = r.get('baseline.hello.rps')
   if (ceiling !== undefined && hello !== undefined) {

@@ -1,4 +1,4 @@
-// The two-node step (issue 17): two service processes on one Postgres and one Redis, as
+// The two-node step (docs/scaling.md): two service processes on one Postgres and one Redis, as
 // docs/scaling.md runs them (distinct ports, the same secrets: a token or a number works on both).
 //   1. voice on one node: node 1 alone (its bus on, nobody reading), 32 connections;
 //   2. propagation: a session created through node 1's API → routable on node 2, i.e. node 2's
@@ -109,7 +109,7 @@ export async function twoNodeScenario(ctx: Ctx, db: BenchDatabase, creds: readon
   const r = ctx.results
   const redisUrl = process.env.REDIS_URL!
   const smoke = ctx.opts.smoke
-  const S = 'two nodes (issue 17)'
+  const S = 'two nodes'
   // Each node its own metrics port (the default 9464 would be taken by the first); the periodic
   // sweep left at its default: the bus, not the sweep, is what is measured.
   const metrics1 = await freePort()

@@ -1,6 +1,6 @@
 // Scenarios 4 and 5 over the REST API with real tokens: POST /v1/sessions (a Postgres transaction
 // each, against the INSERT-loop baseline), GET /v1/sessions/:id and the token exchange (against
-// uWS hello), with issue #13's bars. Tenants and API keys are sized so the rate limits of contract 8
+// uWS hello), with the bars of docs/benchmarks.md. Tenants and API keys are sized so the rate limits of contract 8
 // are not what is measured.
 import { join } from 'node:path'
 import type { Credential } from '../lib/population.js'
@@ -69,7 +69,7 @@ export async function createScenario(ctx: Ctx, svc: Service, tokens: readonly st
   const p99 = r.get('rest.create_session.p99')
   // A closed loop of 32 connections at saturation measures the queue as much as the service
   // (Little's law: p50 ≈ 32 / throughput), so the latency bar is also read where the throughput
-  // bar is set (issue #13): the same requests, paced at 25 % of the INSERT loop.
+  // bar is set: the same requests, paced at 25 % of the INSERT loop.
   r.target(s, 'p99 ≤ 20 ms at saturation (32 connections, closed loop)', p99 === undefined ? null : p99 <= 20_000, p99 === undefined ? 'not measured' : `p99 ${(p99 / 1000).toFixed(2)} ms`)
   const insertRate = r.get('baseline.insert_8conn.rate')
   if (insertRate === undefined) return

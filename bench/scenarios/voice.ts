@@ -45,7 +45,7 @@ export async function voiceScenario(ctx: Ctx, svc: Service, mode: VoiceMode): Pr
   await loaded(ctx, { name, label, url: svc.url, file: files.file, warmFile: files.warmFile, distinct: files.distinct })
 
   const r = ctx.results
-  // Issue #5: the routed voice callback answers in under 1 ms p99 inside the process. The
+  // The routed voice callback answers in under 1 ms p99 inside the process. The
   // service's own access log (at info, as in production) times each request from handler start
   // to answer written, during the loaded run (warm-up included) at full load.
   await sleep(300) // the asynchronous log destination flushes behind the answers

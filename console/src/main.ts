@@ -1,4 +1,4 @@
-// The operator console (issue 15): one page, views in the #fragment (#/overview, #/sessions,
+// The operator console (README.md, Operator console): one page, views in the #fragment (#/overview, #/sessions,
 // #/sessions/<id>, #/webhooks), so the service serves a single HTML document. Login is the
 // dashboard login of contract 4.1; every role sees every page, only OWNER and ADMIN get actions.
 import 'uplot/dist/uPlot.min.css'

@@ -9,7 +9,7 @@ import { maskDigits, percent, time } from './format.js'
 import { onEvent } from './live.js'
 
 const WINDOW_MINUTES = 60
-const LOW_FREE = 0.2 // issue 15: warn below 20 % free
+const LOW_FREE = 0.2 // Warn below 20 % free
 // The console's requests count against the tenant's per-minute limit (contract 8.1): the chart lives
 // on the stream, and the figures without events are polled slowly (about 4 requests a minute).
 const SESSION_REFRESH_MS = 2_000

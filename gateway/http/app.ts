@@ -159,7 +159,7 @@ function onRequest(env: Env, r: CompiledRoute, res: HttpResponse, req: HttpReque
   }
   const declared = c.headers['content-length']
   if (declared !== undefined && Number(declared) > r.bodyLimit) {
-    // Answered before reading (issue 19). uWS then reads and drops the declared body and the
+    // Answered before reading. uWS then reads and drops the declared body and the
     // connection stays usable; past DRAIN_LIMIT it is closed instead (bounded work).
     finish(env, r.def.path, res, c, tooLarge(env, r), null, Number(declared) > DRAIN_LIMIT)
     return
@@ -301,7 +301,7 @@ function buildRequest(env: Env, r: CompiledRoute, c: Captured, raw: Buffer | nul
     if (raw.length > 0 && !isJson(ct)) throw new ApiProblem('unsupported-media-type', 'Send the body as application/json')
     if (raw.length === 0) body = {}
     else {
-      // Issue 19: nesting bounded before parsing; NUL, lone surrogates, invalid UTF-8 refused.
+      // contract D13: nesting bounded before parsing; NUL, lone surrogates, invalid UTF-8 refused.
       if (jsonNestsDeeper(raw)) throw new ApiProblem(slug, `The body nests deeper than ${MAX_JSON_DEPTH} levels`)
       if (!isUtf8(raw)) throw uncleanText(slug, 'body')
       try {
@@ -396,7 +396,7 @@ function problemOut(env: Env, slug: ProblemSlug, detail?: string, errors?: Field
 
 function errorOut(env: Env, err: unknown): Outgoing {
   if (err instanceof ApiProblem) return problemOut(env, err.slug, err.detail, err.errors, err.headers)
-  // Postgres unreachable (issue 18): say so, and when to come back, rather than 500.
+  // Postgres unreachable: say so, and when to come back, rather than 500.
   const slug = toStoreError(err).slug
   if (slug === 'unavailable' || slug === 'retryable') {
     return problemOut(env, 'unavailable', 'The database is unreachable; retry after the Retry-After delay', undefined, { 'retry-after': '2' })

@@ -1,6 +1,6 @@
 // Request body through `onData` with a byte cap (style 6). uWS hands out chunks that are only
 // valid during the callback, so each one is copied. Over the cap the rest is read and dropped,
-// up to DRAIN_LIMIT, before the caller answers 413 (issue 19): closing a socket with unread data
+// up to DRAIN_LIMIT, before the caller answers 413: closing a socket with unread data
 // makes the kernel reset it, and the client then loses the answer (EPIPE, ECONNRESET). Past
 // DRAIN_LIMIT the caller closes anyway: the work stays bounded.
 import type { HttpResponse } from 'uWebSockets.js'
@@ -74,7 +74,7 @@ function copyOf(ab: ArrayBuffer): Buffer {
 }
 
 /**
- * Nesting bound of JSON bodies, checked on the raw bytes before JSON.parse (issue 19): an
+ * Nesting bound of JSON bodies, checked on the raw bytes before JSON.parse (contract D13): an
  * 8,000-level array (16 KiB) passed the parser but not what came after it (validation, jsonb).
  * No body of the API nests deeper than a few levels; free-form objects (pushConfig) get 32.
  */

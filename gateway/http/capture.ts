@@ -38,7 +38,7 @@ export function capture(res: HttpResponse, req: HttpRequest, paramNames: readonl
   }
 }
 
-/** A bad escape, or one decoding to NUL (issue 19), stays as sent: `%00` never reaches a statement. */
+/** A bad escape, or one decoding to NUL (contract D13), stays as sent: `%00` never reaches a statement. */
 function safeDecode(s: string): string {
   try {
     const decoded = decodeURIComponent(s)

@@ -1,6 +1,6 @@
 // Which address a request comes from, for the per-address throttles (contract 8.4). X-Forwarded-For
 // is believed only from TRUSTED_PROXY (contract D1): believing it from any loopback peer let a
-// client behind nothing name a new address per attempt and never be throttled (issue 19).
+// client behind nothing name a new address per attempt and never be throttled (contract 8.4).
 import { isIP } from 'node:net'
 import { parseIPv4, parseIPv6 } from '../../api/webhooks/ssrf.js'
 

@@ -1,6 +1,6 @@
 // Query strings → object for the query validator. A repeated name becomes an array (Ajv's
 // `coerceTypes: 'array'` turns a single value into a one-item array where a schema wants one).
-// A malformed escape gives null: the caller answers 400; so does a NUL (issue 19: Postgres
+// A malformed escape gives null: the caller answers 400; so does a NUL (contract D13: Postgres
 // refuses it in text; decodeURIComponent already refuses escapes that are not UTF-8). `+` stays a plus (RFC 3986, not form
 // encoding): `?userPhone=+12025550123` written by hand must reach the validator as E.164.
 

@@ -65,7 +65,7 @@ export function send(res: HttpResponse, out: Outgoing): void {
     res.writeStatus(statusLine(out.status))
     if (headers) res.writeHeader(headers[0], headers[1])
     // No body and no Content-Length (RFC 9110 8.6). endWithoutBody(undefined) wrote a bogus
-    // length (2^63) and left the connection unusable for the next request (issue 19).
+    // length (2^63) and left the connection unusable for the next request.
     if (out.status === 204 || out.status === 304) {
       if (out.close) res.endWithoutBody(0, true)
       else res.endWithoutBody()

@@ -101,7 +101,7 @@ function compileObject(obj: NonNullable<ReturnType<typeof objectParts>>, check: 
           const picked = p.pick(src[k])
           if (picked === undefined) break
           // A `__proto__` key is data (JSON.parse makes it an own property); assigning it would
-          // set the prototype instead and drop it from the answer (issue 19).
+          // set the prototype instead and drop it from the answer.
           if (k === '__proto__') Object.defineProperty(out, k, { value: picked, enumerable: true, writable: true, configurable: true })
           else out[k] = picked
           break

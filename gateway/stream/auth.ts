@@ -27,7 +27,7 @@ export function extractToken(authorization: string, secWebSocketProtocol: string
 /**
  * The `verifyTenantToken` the service passes to registerStream, over the API's own authenticator
  * (services.authenticator, api/auth/authenticate.ts: same JWT rules, same caches). Tenant tokens
- * and, for the operator console (issue 15), dashboard user tokens of any role are admitted
+ * and, for the operator console (README.md, Operator console), dashboard user tokens of any role are admitted
  * (contract D6): either way the socket gets its token's tenant's events only. A suspended tenant
  * is refused with 403 (contract D3), anything else invalid 401.
  */

@@ -82,7 +82,7 @@ export interface Stream {
   connectionCount(): number
   /** Handshakes upgraded after an await, through the drain request (gateway/stream/deferred-upgrades.ts). */
   deferredUpgrades(): number
-  /** Tenants with a client on this node (issue 17: what a replay of missed events reads). */
+  /** Tenants with a client on this node (docs/scaling.md: what a replay of missed events reads). */
   tenantIds(): string[]
   /** Closes every socket (1001 going away), e.g. before the listen socket closes. */
   closeAll(): void

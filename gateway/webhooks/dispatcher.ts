@@ -58,7 +58,7 @@ export interface DispatcherOptions {
   /**
    * wake() claims at most once per this many ms (the first wake after a quiet spell at once):
    * every create and every record batch wakes the dispatcher, and a claim per wake, back to back
-   * under load, cost a third of the service's CPU per session create (issue 13).
+   * under load, cost a third of the service's CPU per session create.
    */
   wakeGapMs?: number
   newId?: () => string

@@ -816,7 +816,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Inbound SMS or delivery status: answers {ok:true} once the forward is handed to the provider, 503 + Retry-After when it cannot be in time. STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT (whole message, any case) opt the sender out of SMS from the proxy and get one confirmation; START, UNSTOP opt back in; HELP, INFO get the tenant help text; none is forwarded (issue #16) */
+        /** Inbound SMS or delivery status: answers {ok:true} once the forward is handed to the provider, 503 + Retry-After when it cannot be in time. STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT (whole message, any case) opt the sender out of SMS from the proxy and get one confirmation; START, UNSTOP opt back in; HELP, INFO get the tenant help text; none is forwarded (contract D11) */
         post: operations["postV1WebhooksCpaasSms"];
         delete?: never;
         options?: never;
@@ -1212,7 +1212,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         count: number;
-                        /** @description Issue #16: creates refused with 503 pool-exhausted in this bucket (counted per UTC hour); absent when none */
+                        /** @description contract D12: creates refused with 503 pool-exhausted in this bucket (counted per UTC hour); absent when none */
                         poolExhausted?: number;
                         /** Format: date-time */
                         ts: string;
@@ -4755,7 +4755,7 @@ export interface operations {
                      * @example +12025550123
                      */
                     agentPhone: string;
-                    /** @description Issue #16: the channels the session carries (default both): a call on an SMS-only session is rejected and recorded FAILED; an SMS on a voice-only session is recorded FAILED (reason `channel`) and reported by sms.blocked */
+                    /** @description contract D10: the channels the session carries (default both): a call on an SMS-only session is rejected and recorded FAILED; an SMS on a voice-only session is recorded FAILED (reason `channel`) and reported by sms.blocked */
                     channels?: ("voice" | "sms")[];
                     consentPrompt?: "DEFAULT" | "CUSTOM" | "NONE";
                     /**
@@ -4765,14 +4765,14 @@ export interface operations {
                     customerPhone: string;
                     directionMode?: "BIDIRECTIONAL" | "A_TO_B_ONLY" | "B_TO_A_ONLY";
                     gracePeriodMinutes?: number;
-                    /** @description Issue #16: an ACTIVE session with no call or SMS for this many minutes ends as POST /v1/sessions/:id/end would (grace applies), once, on any node */
+                    /** @description contract D10: an ACTIVE session with no call or SMS for this many minutes ends as POST /v1/sessions/:id/end would (grace applies), once, on any node */
                     inactivityTimeoutMinutes?: number;
                     maxDurationMinutes?: number;
                     metadata?: {
                         [key: string]: string | number | boolean | null;
                     };
                     recordingEnabled?: boolean;
-                    /** @description Issue #16: reuse the proxy this agent and customer had with the tenant in the last 30 days when it can carry the session (the overlap rule holds); otherwise a proxy is allocated as usual */
+                    /** @description contract D10: reuse the proxy this agent and customer had with the tenant in the last 30 days when it can carry the session (the overlap rule holds); otherwise a proxy is allocated as usual */
                     stickyProxy?: boolean;
                 };
             };

@@ -1,4 +1,4 @@
--- Issue 12: less Postgres work per recorded call. Every routed call inserts a call_records row and
+-- Less Postgres work per recorded call. Every routed call inserts a call_records row and
 -- its outbox row (sql/record-apply.ts); every inbound SMS an sms_records row and its outbox rows.
 -- Measured with bench/pg-call-insert.bench.ts (Postgres backend CPU per call row with its outbox
 -- row, schema before and after this file).

@@ -1,4 +1,4 @@
--- Issue 17: every node reconciles its memory with Postgres by reading the sessions changed since
+-- docs/scaling.md: every node reconciles its memory with Postgres by reading the sessions changed since
 -- its last sweep (gateway/reconcile.ts): after a Redis reconnect, when the bus stream shows a gap,
 -- and every 30 s. The change marker is the id of the transaction that wrote the row's current
 -- version (xid8), not a time or a sequence value:

@@ -1,4 +1,4 @@
--- Issue #16 item 1: SMS opt-out (carrier rules for US long codes). A party who texts STOP to a
+-- contract D11: SMS opt-out (carrier rules for US long codes). A party who texts STOP to a
 -- proxy is opted out of messages from that proxy, across sessions (proxies are reused), until it
 -- texts START. Stored by tenant, proxy and party hash, never the party's number (contract D2).
 -- START keeps the row (opted_out = false) instead of deleting it, so the change is seen by the

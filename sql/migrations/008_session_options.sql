@@ -1,4 +1,4 @@
--- Issue #16 items 2-4: optional session settings, additive (every existing row keeps today's
+-- contract D10: optional session settings, additive (every existing row keeps today's
 -- behaviour through the defaults).
 --
 -- channels: which channels a session carries, as bits (1 voice, 2 sms; 3, both, by default), the

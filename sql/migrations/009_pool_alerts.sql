@@ -1,4 +1,4 @@
--- Issue #16 item 5: pool alerts and refused creates.
+-- contract D12: pool alerts and refused creates.
 -- pool_alert_levels: the cluster's alert level of each region (0 ok, 1 below 20 % free, 2 below
 -- 10 %, 3 below 5 %). Every node computes crossings from its own memory of the pool (the same on
 -- every node, through the bus); the node whose conditional update moves this row is the one that

@@ -1,4 +1,4 @@
--- Issue 12: the outbox loses its foreign key to tenants, the last one on a write-hot table (005
+-- The outbox loses its foreign key to tenants, the last one on a write-hot table (005
 -- dropped those of call_records and sms_records). Every routed call writes a call.incoming row and
 -- every inbound SMS its event rows; the key cost a row trigger, a query and a FOR KEY SHARE lock on
 -- the tenant row per event: about 4.5 µs of the ~50 µs of Postgres CPU per recorded call

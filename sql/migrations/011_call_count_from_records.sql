@@ -1,8 +1,8 @@
--- Issue 12: a routed call no longer updates its session's row. Until now the statement that
+-- A routed call no longer updates its session's row. Until now the statement that
 -- inserted a batch of call records also locked each session's row and bumped its call_count and
 -- last_call_at: at a million live sessions each call is a different session, so that was one
 -- row lock and one new version of a wide row per call, about 12 of the ~57 µs of Postgres CPU
--- per recorded call (bench/RESULTS.md, issue 12).
+-- per recorded call (bench/RESULTS.md).
 --
 -- contract 2.2 callCount / lastCallAt are now what call_records holds for the session (the index
 -- call_records_session (session_id, id) finds them), plus the calls whose records the retention

@@ -1,6 +1,6 @@
--- Issue 13: less Postgres work per session create (POST /v1/sessions is one statement,
+-- Less Postgres work per session create (POST /v1/sessions is one statement,
 -- sql/sessions.ts CREATE). Measured with EXPLAIN (ANALYZE) of that statement and the Postgres CPU
--- per create (bench/RESULTS.md, issue #13, tenth session).
+-- per create (bench/RESULTS.md).
 --
 -- 1. No foreign keys on sessions and billing_events, as 005 and 010 did for the records and the
 --    outbox. Each key cost a row trigger, a query and a FOR KEY SHARE lock per row (two keys per

@@ -1,4 +1,4 @@
--- Issue 13: the single-column rules of the tables every session create writes become domains.
+-- The single-column rules of the tables every session create writes become domains.
 --
 -- Postgres turns a table's CHECK constraints into executable expressions once per statement that
 -- inserts or updates the table (ExecRelCheck: stringToNode of the stored text, expression_planner,

@@ -1,4 +1,4 @@
--- Issue 13: two indexes of sessions that no query reads any more, dropped.
+-- Two indexes of sessions that no query reads any more, dropped.
 --
 -- - sessions_live_id (id) of live sessions was the boot's keyset pagination; the boot has read the
 --   table in page ranges with COPY since the tenth session (sql/session-load.ts liveSelect), and

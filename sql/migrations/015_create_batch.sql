@@ -1,4 +1,4 @@
--- Issue 13: session creates written in batches (sql/sessions.ts createSessionsBatch,
+-- Session creates written in batches (sql/sessions.ts createSessionsBatch,
 -- sql/create-batcher.ts). A create's Postgres CPU is a fixed share (statement, executor start-up,
 -- commit) plus its rows; a batch pays the fixed share once (bench/pg-create.bench.ts --batch: at
 -- 200,000 sessions, 1,140 µs per create alone, 500 in fours, 300 in batches of 32).

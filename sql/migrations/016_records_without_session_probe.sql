@@ -1,4 +1,4 @@
--- Issue 12: a recorded call without the per-row probe of its session.
+-- A recorded call without the per-row probe of its session.
 --
 -- Migration 005 dropped the foreign keys of call_records and sms_records and kept their check by
 -- hand: each record insert joined its rows to sessions (one sessions_pkey probe and a heap fetch

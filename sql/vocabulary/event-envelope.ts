@@ -12,8 +12,8 @@ export type EventType =
   | 'pool.low'
 
 /**
- * The names POST /v1/webhooks accepts: contract 6's nine, sms.blocked (issue #16: an SMS dropped
- * because its sender opted out or the session does not carry SMS) and pool.low (issue #16: a
+ * The names POST /v1/webhooks accepts: contract 6's nine, sms.blocked (contract D11: an SMS dropped
+ * because its sender opted out or the session does not carry SMS) and pool.low (contract D12: a
  * region's free proxy numbers fell below 20/10/5 %, or recovered above 25 %);
  * session.target_swapped is always delivered.
  */
@@ -29,7 +29,7 @@ export const EVENT_TYPES = [...SUBSCRIBABLE_EVENTS, 'session.target_swapped'] as
 
 /**
  * Every event names its tenant; every event of a session (all but pool.low) also has sessionId
- * and proxyNumber. pool.low (issue #16) is about a region, not a session: region and counts only.
+ * and proxyNumber. pool.low (contract D12) is about a region, not a session: region and counts only.
  */
 export interface EventData {
   sessionId?: string

@@ -163,7 +163,7 @@ t.test('dashboard login', async t => {
 })
 
 t.test('dashboard login: 5 attempts per minute per IP', async t => {
-  // The terminator on loopback is TRUSTED_PROXY: its X-Forwarded-For names the client (issue 19).
+  // The terminator on loopback is TRUSTED_PROXY: its X-Forwarded-For names the client (contract 8.4).
   const config = { publicBaseUrl: BASE_URL, nodeId: 'test', cooldownSeconds: 900, retentionDays: 90, webhookAllowInsecure: false, trustedProxies: ['127.0.0.1'] }
   const api = await startApi(t, { services: { config } })
   const ip = { 'x-forwarded-for': '203.0.113.9, 198.51.100.77' } // the terminator appended the last one

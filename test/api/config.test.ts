@@ -46,7 +46,7 @@ t.test('PATCH /v1/config: only sent fields change; the engine hook hears of it',
   t.same(r.body, { ...before, defaultGracePeriod: 30, expiredCallBehavior: 'REDIRECT_SUPPORT', supportPhone: '+12025550188', pushConfig: { apns: { topic: 'com.acme' } }, updatedAt: r.body.updatedAt })
   t.same(changed, [{
     id: a.tenantId, tier: 'STARTER', expiredCallBehavior: 'REDIRECT_SUPPORT', supportPhone: '+12025550188', recordingConsentAudioUrl: null,
-    smsTexts: { smsOptOutText: null, smsHelpText: null }, // issue #16: the SMS texts ride along, applied at once
+    smsTexts: { smsOptOutText: null, smsHelpText: null }, // contract D11: the SMS texts ride along, applied at once
   }])
 
   const second = await api.patch('/v1/config', { token: owner, body: { recordingEnabled: true, recordingConsentMode: 'CUSTOM', recordingConsentAudioUrl: 'https://cdn.acme.example/consent.mp3', webhookUrl: 'https://hooks.acme.example/mask' } })

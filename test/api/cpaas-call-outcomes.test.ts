@@ -1,7 +1,7 @@
 // Calls walked from the voice fetch to their end through the real HTTP service (contract 4.10,
 // contract D5), in each provider's dialect (TeXML for Telnyx, TwiML for Twilio), with the callbacks they send: the Number statusCallback and the Dial
 // action (both `?callId=`), and the TeXML application's own status callback for the parent call
-// (no callId, issue #5). Each outcome is read back through GET /v1/calls/:id, its events from the
+// (no callId). Each outcome is read back through GET /v1/calls/:id, its events from the
 // outbox and its usage from billing_events. Callbacks also arrive out of order.
 import t from 'tap'
 import { sql } from 'slonik'

@@ -1,4 +1,4 @@
-// Issue #6: events of one session are delivered in order. A call's record and events are written
+// contract D6: events of one session are delivered in order. A call's record and events are written
 // behind the provider's answer (group commit), so a session command that follows the call (here a
 // target swap) must not commit its event before the call's: the dispatcher delivers a session's
 // pending events by id and could otherwise already have sent the later one. The session runner
@@ -37,7 +37,7 @@ t.test('a target swap right after a call commits after the call and its event', 
   const v = await new CallbackDriver({ baseUrl: api.url, mode: 'none' }).voice({ from: A, to: s.proxyNumber, callSid: 'order-1' })
   t.match(await v.text(), /<Dial/, 'the call is routed from memory while its record is held back')
   // No sleep to give a wrong order its chance: the swap's wait for the call's record is bounded
-  // (issue 18), so while the call is held the swap answers 503 and must have committed nothing. A
+  // (contract D13), so while the call is held the swap answers 503 and must have committed nothing. A
   // swap that did not wait would answer 200 with its event committed ahead of the call's.
   const early = await api.req('PATCH', `/v1/sessions/${s.id}/target`, { token: acct.token, body: { customerPhone: C } })
   t.equal(early.status, 503, 'the swap waited for the held call record, up to its bound')

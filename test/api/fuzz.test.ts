@@ -1,4 +1,4 @@
-// Issue 19, kept fixed: a fast-check property over every operation of the OpenAPI document and
+// A fast-check property over every operation of the OpenAPI document and
 // the five provider callbacks, against the whole service. Requests are drawn from each
 // operation's own schemas (mostly valid, some fields wild) and from plain garbage: arbitrary
 // JSON, raw bytes, invalid UTF-8, NUL and lone-surrogate escapes, deep nesting, `__proto__`

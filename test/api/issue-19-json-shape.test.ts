@@ -1,4 +1,4 @@
-// Issue 19: JSON bodies whose shape used to break the gateway. Nesting is bounded before
+// contract D13: JSON bodies whose shape used to break the gateway. Nesting is bounded before
 // validation (an 8,000-level array in pushConfig was a 500), and `__proto__` / `constructor`
 // keys are plain data, kept like any other key (`__proto__` used to vanish from answers).
 import t from 'tap'

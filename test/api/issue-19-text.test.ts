@@ -1,4 +1,4 @@
-// Issue 19: a NUL character or invalid UTF-8 in any text that can reach a statement is refused
+// contract D13: a NUL character or invalid UTF-8 in any text that can reach a statement is refused
 // before it gets there: 400 problem documents on the REST API, the callback's own 400 answer
 // (empty <Response/>, `{"ok":false}`) on provider callbacks. Postgres refuses NUL in text and
 // jsonb; those requests used to end in 500.

@@ -1,4 +1,4 @@
-// Issue 19: PATCH /v1/config stored webhookUrl values that POST /v1/webhooks refuses (loopback,
+// PATCH /v1/config stored webhookUrl values that POST /v1/webhooks refuses (loopback,
 // private, metadata and credential-bearing URLs). Both now run one check and refuse at write time
 // with the same issue code.
 import t from 'tap'

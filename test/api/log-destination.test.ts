@@ -1,4 +1,4 @@
-// Issue 12: the service's stdout destination (api/log.ts createAppendDestination) appends lines
+// The service's stdout destination (api/log.ts createAppendDestination) appends lines
 // and writes them joined: one write per 8 KiB, or after 100 ms; one write at a time; bounded (a
 // stalled output drops lines past the cap, counts them and says so once it writes again); a
 // synchronous flush at exit.

@@ -1,4 +1,4 @@
-// Issue 19: the login throttles cannot be sidestepped. X-Forwarded-For names the client only when
+// contract 8.4: the login throttles cannot be sidestepped. X-Forwarded-For names the client only when
 // the peer is a TRUSTED_PROXY (contract D1), and then its rightmost untrusted hop; and each
 // account takes at most 10 failed sign-ins per 15 minutes, from any number of addresses.
 import t from 'tap'

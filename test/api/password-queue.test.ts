@@ -1,4 +1,4 @@
-// Issue 19: password hashing (scrypt, 128 MiB and a few hundred ms each) is bounded. At most
+// contract 8.4: password hashing (scrypt, 128 MiB and a few hundred ms each) is bounded. At most
 // SCRYPT_CONCURRENCY run at once and SCRYPT_QUEUE wait; a burst beyond that is answered 503
 // `unavailable` with Retry-After at once, without hashing, and the service recovers.
 import t from 'tap'

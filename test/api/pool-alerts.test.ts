@@ -1,4 +1,4 @@
-// Issue #16 item 5: pool alerts through the real service. A region's free share falling below
+// contract D12: pool alerts through the real service. A region's free share falling below
 // 20 %, 10 % and 5 % and recovering above 25 % is announced once per crossing: one warning line
 // (no number), the region's level and free share in /metrics, and a pool.low event (region and
 // counts only: no session, no number) to every tenant with live sessions in the region, on the

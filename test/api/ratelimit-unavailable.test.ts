@@ -1,4 +1,4 @@
-// Issue 18: a shared rate limiter that fails or hangs (Redis down or black-holed) costs a request
+// contract D13: a shared rate limiter that fails or hangs (Redis down or black-holed) costs a request
 // at most LIMITER_TIMEOUT_MS: the tenant limit admits without headers, the credential throttles
 // count on this node with the same limits (api/auth/credential-limiter.ts: the usual answer, never
 // a lock-out), the warning is logged at most once a second (with a count), and decisions come

@@ -1,4 +1,4 @@
-// Issue #16 item 4: `channels` on POST /v1/sessions, end to end through the real service, the
+// contract D10: `channels` on POST /v1/sessions, end to end through the real service, the
 // real telnyx SDK against a fake Telnyx and signed callbacks.
 // - Default both; shown in the session wherever the contract returns it (create, memory read, list).
 // - Bad values (empty, repeated, unknown) are 400 validation and create nothing.

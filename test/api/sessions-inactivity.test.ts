@@ -1,4 +1,4 @@
-// Issue #16 item 3: inactivityTimeoutMinutes through REST and the provider callbacks, on the
+// contract D10: inactivityTimeoutMinutes through REST and the provider callbacks, on the
 // service's own clock (moved by the test). A session with no call or SMS for that long ends as
 // POST /end would (GRACE_PERIOD, grace applies, then session.expired), once; a call or SMS moves
 // the deadline; activity only the store knows of (another node's record) counts; a node whose

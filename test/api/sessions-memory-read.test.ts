@@ -1,4 +1,4 @@
-// Issue 13: GET /v1/sessions/:id answers a live session from the engine's memory, and the answer is
+// contract D4: GET /v1/sessions/:id answers a live session from the engine's memory, and the answer is
 // the one Postgres would give, in every state: metadata as created and merged (jsonb's key order
 // too), grace changes, swaps, the end, call counters while the call records are still being
 // written behind, replayed and rebuilt calls, and after a restart. Ended sessions come from Postgres.

@@ -1,4 +1,4 @@
-// Issue #16 item 2: stickyProxy on POST /v1/sessions, through REST on the service's own clock.
+// contract D10: stickyProxy on POST /v1/sessions, through REST on the service's own clock.
 // The same agent and customer get the proxy of their newest session of the last 30 days when it
 // can carry the session (free and out of cooldown, or held by the tenant with neither party live
 // on it); otherwise, and without the flag, a proxy is allocated as usual. The overlap rule holds.

@@ -56,7 +56,7 @@ t.test('swap target', async t => {
 })
 
 // Call records carry party B's hash (the customer's), which the voice path remembers on the live
-// session after its first call (issue #12): after a swap, calls record the new customer's hash.
+// session after its first call: after a swap, calls record the new customer's hash.
 t.test('call records name the customer of the moment, before and after a swap', async t => {
   const api = await startTestService(t)
   const acct = await api.signup()

@@ -1,4 +1,4 @@
-// Issue 19: signup is unauthenticated and each one costs a password hash and a tenant; 40
+// contract 8.4: signup is unauthenticated and each one costs a password hash and a tenant; 40
 // concurrent signups for 45 s made 177-262 tenants. At most 20 per address and minute now.
 import t from 'tap'
 import { problems } from '../../api/problems.js'

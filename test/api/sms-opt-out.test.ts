@@ -1,4 +1,4 @@
-// Issue #16 item 1: SMS opt-out (carrier rules for US long codes), through the provider's SMS
+// contract D11: SMS opt-out (carrier rules for US long codes), through the provider's SMS
 // callback in each provider's dialect, the real telnyx and twilio SDKs and fakes that record what they were asked to send. A party
 // who texts STOP to a proxy gets one confirmation and no longer receives messages from that proxy,
 // in this session and the next one on the same proxy; the other party's messages to them are

@@ -1,4 +1,4 @@
-// Issues 13 and 14: one tenant directory, in memory and kept current. Two whole services
+// One tenant directory, in memory and kept current. Two whole services
 // (gateway/service.ts, in this process) on one database: a key rotated or a tenant suspended
 // through node A is refused on node A and on node B on the very next request, and lifting the
 // suspension applies as fast. In services mode the nodes meet on the Redis bus (TEST_REDIS_URL);

@@ -1,4 +1,4 @@
-// Events to WebSocket clients through bus gaps (issue 17): what the bus lost is replayed from the
+// Events to WebSocket clients through bus gaps (docs/scaling.md): what the bus lost is replayed from the
 // outbox (gateway/replay.ts). Real service processes, one Postgres, a private redis-server.
 // - Redis SIGKILLed for 10 s while both nodes create, swap and end sessions and take calls; it
 //   comes back empty. Afterwards every client (one on each node) has received every event of its

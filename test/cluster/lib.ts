@@ -1,4 +1,4 @@
-// Shared by the multi-node tests (issue 17): a private redis-server (tests that kill Redis never
+// Shared by the multi-node tests (docs/scaling.md): a private redis-server (tests that kill Redis never
 // touch the shared one of TEST_REDIS_URL), two or more real service processes on one database and
 // that Redis, one ENTERPRISE tenant, and the exhaustive routing check: every session Postgres
 // holds, probed through the voice callback on every node, answers what Postgres says (live: the

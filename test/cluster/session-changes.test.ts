@@ -1,4 +1,4 @@
-// The change marker of migration 006 and the reconciliation sweep's read of it (issue 17), on
+// The change marker of migration 006 and the reconciliation sweep's read of it (docs/scaling.md), on
 // both backends: every write path that moves a session's version is seen by the next read from
 // the watermark, a call-count bump is not (it stays a HOT update), and a transaction that
 // committed AFTER a sweep read, though it wrote its row before, is seen by the next sweep (the

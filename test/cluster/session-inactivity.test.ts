@@ -1,4 +1,4 @@
-// Issue #16 item 3 on two nodes (real service processes, one Postgres, a private Redis): a PATCH
+// contract D10 (inactivityTimeoutMinutes) on two nodes (real service processes, one Postgres, a private Redis): a PATCH
 // of inactivityTimeoutMinutes on one node reaches the other's memory; an SMS routed by one node
 // keeps the session alive on both (the other learns it from the bus, or from Postgres when its
 // deadline comes); once idle, the session ends as POST /end would exactly once (one version

@@ -1,4 +1,4 @@
-// Several nodes as one (issue 17): real service processes on different ports, one Postgres, one
+// Several nodes as one (docs/scaling.md): real service processes on different ports, one Postgres, one
 // private redis-server (killed and restarted here, so never the shared TEST_REDIS_URL one).
 // - A session created on node 1 routes on node 2 (each of 20 creates; how fast is the bench's
 //   `two-node` scenario's figure, propagation p99, not a bar here); a swap on node 2 reaches a WebSocket

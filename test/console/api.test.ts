@@ -1,4 +1,4 @@
-// Issue 15: the console's API (api/routes/console.ts). The tenant endpoints it mirrors under
+// README.md, Operator console: the console's API (api/routes/console.ts). The tenant endpoints it mirrors under
 // /v1/console take dashboard user tokens (and only those), keep the tenant scoping, and let OWNER
 // and ADMIN act while OPERATOR reads; the two figures added for it (overview, session timeline).
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Issue 15: the operator console in a real browser (Debian chromium through puppeteer-core) against
+// README.md, Operator console: the operator console in a real browser (Debian chromium through puppeteer-core) against
 // the whole service: log in as the OWNER, see a call placed through the provider callbacks reach
 // the live chart and the session's timeline within 2 s, end the session from the page, then log in
 // as an OPERATOR (no action buttons; the API refuses the actions) and scan every page for the real
@@ -23,7 +23,7 @@ declare const sessionStorage: { getItem(key: string): string | null }
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(p => p && existsSync(p))
 const ARTIFACTS = fileURLToPath(new URL('../artifacts/console/', import.meta.url))
-const LIVE_MS = 2_000 // issue 15: a call appears within 2 s
+const LIVE_MS = 2_000 // A call appears within 2 s
 
 if (!CHROMIUM) {
   t.test('the console, in chromium', { skip: missing('a chromium binary (/usr/bin/chromium): apt-get install chromium, or set CHROMIUM_PATH') }, () => {})

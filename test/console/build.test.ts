@@ -1,4 +1,4 @@
-// Issue 15: console/dist is committed (npm start serves it without a build step), so it must be
+// README.md, Operator console: console/dist is committed (npm start serves it without a build step), so it must be
 // exactly what console/src builds to: this rebuilds in memory and compares bytes, and type-checks
 // the console's sources (the root tsconfig leaves them out: they are browser code).
 import t from 'tap'

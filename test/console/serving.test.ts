@@ -1,4 +1,4 @@
-// Issue 15: GET /console and its assets from the service (gateway/console.ts): content types, cache
+// README.md, Operator console: GET /console and its assets from the service (gateway/console.ts): content types, cache
 // headers (hashed assets for a year, the page revalidated with its ETag), a CSP of self only, no
 // inline script in the page, and problem documents for what does not exist.
 import t from 'tap'

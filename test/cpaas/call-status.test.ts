@@ -1,7 +1,7 @@
 // contract D5 call status: RINGING → ANSWERED on in-progress; completed after answer or
 // DialCallStatus=completed → COMPLETED; busy/no-answer/canceled → MISSED; failed → FAILED.
 // Never backwards, duplicates ignored, terminal states final. The parent leg (the TeXML
-// application's status callback, issue #5) ends only a call that was never answered.
+// application's status callback) ends only a call that was never answered.
 import t from 'tap'
 import { applyCallStatus, billableMinutes, parseDurationSeconds, type CallStatusInput } from '../../engine/call-status.js'
 import type { CallStatus } from '../../engine/types.js'

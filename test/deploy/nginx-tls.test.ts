@@ -1,4 +1,4 @@
-// Issue 15.4, contract D1 (TLS): the shipped deploy/nginx/maskline.conf in front of the real
+// contract D1 (TLS), docs/configuration.md (Behind nginx): the shipped deploy/nginx/maskline.conf in front of the real
 // service, through Debian's nginx with a certificate made at test time. TLS 1.2 is refused and
 // TLS 1.3 serves the API; the WebSocket stream works through it; nginx's own refusals are problem
 // documents; and with TRUSTED_PROXY set to nginx's address the per-address login throttle counts

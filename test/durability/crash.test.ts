@@ -391,7 +391,7 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
   lap('stop')
   t.equal(stopped.code, 0, 'the restarted child stops cleanly on SIGTERM')
 
-  // ---- a graceful stop with call records still queued (issue 14) ------------------------------
+  // ---- a graceful stop with call records still queued ------------------------------
   // With the default 10 ms group commit the records of the calls above were in Postgres long
   // before SIGTERM, so a stop that dropped its queue would have passed. A third process on the
   // same data commits only every hour (RECORD_FLUSH_MS) or 200 operations at a time, and gets
@@ -454,7 +454,7 @@ t.test('SIGKILL mid-load: acknowledged changes survive, nothing is half-applied,
   })
   t.same(countProblems.slice(0, 10), [], `callCount counts every call connected after the restart (${countProblems.length} sessions off)`)
 
-  // The session.expired envelopes as production writes them (issue 14: the expiry path once built
+  // The session.expired envelopes as production writes them (the expiry path once built
   // its own, and only a generic count noticed): one per expired session of the model, whether the
   // first child's sweep or the restart's boot expired it, each exactly {id, type, createdAt, data}
   // with the four data fields, createdAt the expiry instant, the id a UUIDv7.

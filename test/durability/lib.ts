@@ -293,7 +293,7 @@ export async function deliveryRows(pool: DatabasePool): Promise<Array<{ eventId:
 }
 
 // ---------------------------------------------------------------------------------------------
-// Waiting for what is written behind an answer, and calls as the provider walks them (issue 18).
+// Waiting for what is written behind an answer, and calls as the provider walks them (contract D5).
 
 /**
  * Reads `read` until `ok` accepts its value or `timeoutMs` passes (every `intervalMs`); returns

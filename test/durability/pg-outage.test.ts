@@ -1,4 +1,4 @@
-// Postgres away for 10 s under load (issue 18; contract D5: call records are written behind the
+// Postgres away for 10 s under load (contract D5: call records are written behind the
 // provider's answer and "a crash loses none"). A child service on a private, throwaway Postgres
 // cluster (test/support/pg-cluster.ts; the shared server is never stopped) takes a steady load
 // of calls walked end to end as a TeXML provider does — the voice fetch, the child leg's status

@@ -1,4 +1,4 @@
-// Redis goes away under load (issue 18): a child service on its OWN redis-server (a free port,
+// Redis goes away under load: a child service on its OWN redis-server (a free port,
 // never the shared one of TEST_REDIS_URL, which other test files use) takes a steady load of
 // tenant-token requests (create a session, read it, swap its target, end it) while that Redis is
 // SIGKILLed for ~10 s and then started again on the same port.

@@ -1,4 +1,4 @@
-// The graceful stop (issue 15): a child service (real Postgres when TEST_DATABASE_URL is set, else
+// The graceful stop (docs/operations.md): a child service (real Postgres when TEST_DATABASE_URL is set, else
 // the embedded PGlite in DATA_DIR) takes voice callbacks, inbound SMS and session creates from
 // concurrent clients, and gets SIGTERM in the middle of it, with requests in flight. Then:
 // - readiness: 200 before, 503 "draining" at once after SIGTERM (asked on a connection opened

@@ -1,4 +1,4 @@
-// Inbound SMS acknowledged to the provider, then a SIGKILL (issue 18; contract D5: `POST /sms`
+// Inbound SMS acknowledged to the provider, then a SIGKILL (contract D5: `POST /sms`
 // answers 200 once the forward is handed to the provider, else 503 + Retry-After and the provider
 // retries with the same message id, which never forwards twice). Once a provider: a child service
 // with CPAAS_PROVIDER=telnyx (the real telnyx SDK against test/support/fake-telnyx.ts; Ed25519

@@ -1,5 +1,4 @@
-// Calls answered, then the process SIGKILLed before their records were written (issue 18;
-// contract D5: "a crash loses none that a later callback can rebuild"). A child service (real
+// Calls answered, then the process SIGKILLed before their records were written (contract D5: "a crash loses none that a later callback can rebuild"). A child service (real
 // Postgres when TEST_DATABASE_URL is set, else the embedded PGlite in DATA_DIR) answers N voice
 // fetches as fast as they come and is SIGKILLed the moment the last answer is read, with no wait:
 // the records of the last calls are still in the write-behind queue (on real Postgres, all of

@@ -1,4 +1,4 @@
-// Webhook delivery across a SIGKILL (issue #6; contract D6: at least once, from the durable
+// Webhook delivery across a SIGKILL (contract D6: at least once, from the durable
 // outbox). A child service posts every event of a scripted scenario (creates, target swaps, calls,
 // ends) to a local receiver that verifies each Standard Webhooks signature. Mid-scenario the
 // receiver hangs on some deliveries and answers others late, and the child is SIGKILLed while

@@ -1,4 +1,4 @@
-// Issue #16 item 5: pool alerts computed in the engine, with a simulated clock. One crossing per
+// contract D12: pool alerts computed in the engine, with a simulated clock. One crossing per
 // threshold on the way down (20 %, 10 %, 5 %), one on recovery above 25 %, none for creates that
 // keep a region inside its level, none for a share wobbling between a threshold and 25 %.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Issue 13: regionOf caches the region of a shared calling code by the number minus its last four
+// regionOf caches the region of a shared calling code by the number minus its last four
 // digits. It must answer exactly what libphonenumber-js does (parseRegion) for every number: here
 // over every NANP area code with valid and invalid exchanges, numbers of every length around the
 // plans' lengths, every shared calling code, and many numbers sharing a cached prefix.

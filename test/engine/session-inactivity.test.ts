@@ -1,4 +1,4 @@
-// Issue #16 item 3: inactivityTimeoutMinutes, with the simulated clock. The engine hands an idle
+// contract D10: inactivityTimeoutMinutes, with the simulated clock. The engine hands an idle
 // ACTIVE session out once (idleDue) for the runner to end as POST /end would; a call or SMS only
 // moves the session's activity mark, and the deadline is re-checked (re-armed) when it comes.
 import t from 'tap'

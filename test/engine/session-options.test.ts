@@ -1,4 +1,4 @@
-// Issue #16 items 2 and 4 in the engine: channels refuse a call or an SMS the session does not
+// contract D10 (stickyProxy, channels) in the engine: channels refuse a call or an SMS the session does not
 // carry (before its direction mode), and stickyProxy tries a preferred proxy first under the
 // usual allocation rules (one tenant per number in use, cooldown, the overlap rule).
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Issue 14: with PORT=0 and no PUBLIC_BASE_URL the base URL is the listener's, with the port it
+// With PORT=0 and no PUBLIC_BASE_URL the base URL is the listener's, with the port it
 // was bound to (never `:0`): problem `type` URIs, OpenAPI `servers`, TeXML callback URLs and the
 // stream's refusals. With PUBLIC_BASE_URL, that and nothing else.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Issue 13: the service listens only once the engine holds every live session. A client hammers
+// The service listens only once the engine holds every live session. A client hammers
 // the port from before startService is called, alternating GET /v1/health and an inbound voice
 // callback for a random live session: from the very first answer on, every call must be bridged
 // to its session's other party. A listener that came up while sessions were still loading would

@@ -1,4 +1,4 @@
-// Issue 15: GET /metrics on its own listener (METRICS_PORT=0 here: a free port), scraped after
+// docs/operations.md: GET /metrics on its own listener (METRICS_PORT=0 here: a free port), scraped after
 // real traffic and parsed strictly as the Prometheus text format (0.0.4): every sample belongs to
 // a family declared by # HELP and # TYPE, labels are well formed and never repeat a series,
 // histograms are cumulative and end at +Inf = _count. Then what an operator looks for is there,

@@ -111,7 +111,7 @@ t.test('the service\'s document: lists itself, describes the stream, and its env
   t.notOk(check({ ...JSON.parse(c.messages[0]!), extra: 1 }), 'and nothing else')
 })
 
-t.test('issue #16 item 1: the SMS opt-out texts, the reason of a dropped SMS, the keywords on the SMS callback', async t => {
+t.test('contract D11: the SMS opt-out texts, the reason of a dropped SMS, the keywords on the SMS callback', async t => {
   const noop = () => ({ status: 200 })
   const cpaas = cpaasRoutes({ voice: noop, voiceStatus: noop, dialStatus: noop, recording: noop, sms: async () => ({ status: 200 }) })
   const doc = buildOpenApi(ownRoutes([...sessionRoutes, ...cpaas]), { baseUrl: BASE_URL }) as any
@@ -126,7 +126,7 @@ t.test('issue #16 item 1: the SMS opt-out texts, the reason of a dropped SMS, th
   t.match(doc.paths['/v1/webhooks/cpaas/sms'].post.summary, /STOP/, 'the callback documents the keywords')
 })
 
-t.test('issue #16 items 2-4: stickyProxy, inactivityTimeoutMinutes and channels on the session', async t => {
+t.test('contract D10: stickyProxy, inactivityTimeoutMinutes and channels on the session', async t => {
   const { sessionRoutes: routes } = await import('../../api/routes/sessions.js')
   const doc = buildOpenApi(ownRoutes(routes), { baseUrl: BASE_URL }) as any
   const create = doc.paths['/v1/sessions'].post
@@ -143,7 +143,7 @@ t.test('issue #16 items 2-4: stickyProxy, inactivityTimeoutMinutes and channels 
   t.notOk(view.properties.stickyProxy, 'stickyProxy is a create instruction, not session state')
 })
 
-t.test('issue #16 item 5: pool.low in the vocabulary and the envelope schema, refusals in the analytics', async t => {
+t.test('contract D12: pool.low in the vocabulary and the envelope schema, refusals in the analytics', async t => {
   const { analyticsRoutes } = await import('../../api/routes/analytics.js')
   const { newEnvelope, SUBSCRIBABLE_EVENTS } = await import('../../sql/vocabulary/event-envelope.js')
   t.ok(EVENT_TYPES.includes('pool.low') && (SUBSCRIBABLE_EVENTS as readonly string[]).includes('pool.low'), 'a type, and subscribable')

@@ -1,4 +1,4 @@
-// Issue 14: what escapes every handler. An unhandled rejection is logged and counted and the
+// What escapes every handler. An unhandled rejection is logged and counted and the
 // process keeps serving; an uncaught exception closes the service (bounded) and exits 1.
 import t from 'tap'
 import { EventEmitter } from 'node:events'

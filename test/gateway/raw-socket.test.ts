@@ -1,4 +1,4 @@
-// Issue 19: what a careless client or an attacker sends on a raw connection. Every request uWS
+// What a careless client or an attacker sends on a raw connection. Every request uWS
 // hands to us is answered on the connection it came on, and that connection stays usable; the
 // requests uWS itself drops are the limits listed in docs/http-limits.md, checked here so
 // the doc stays true.

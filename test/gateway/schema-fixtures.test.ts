@@ -15,7 +15,7 @@ const SCHEMAS: Record<string, string> = {
   'device-token-body': 'POST /v1/devices/token',
   'presence-body': 'POST /v1/devices/presence',
   'provision-body': 'POST /v1/numbers/provision',
-  'session-create': 'POST /v1/sessions', // issue #16: stickyProxy, inactivityTimeoutMinutes, channels
+  'session-create': 'POST /v1/sessions', // contract D10: stickyProxy, inactivityTimeoutMinutes, channels
   'session-patch': 'PATCH /v1/sessions/:id',
 }
 

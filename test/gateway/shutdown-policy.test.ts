@@ -1,4 +1,4 @@
-// Issue 15: SIGTERM and SIGINT start the graceful stop once (gateway/process-policy.ts
+// docs/operations.md: SIGTERM and SIGINT start the graceful stop once (gateway/process-policy.ts
 // installShutdown); exit 0 when the service closed, 1 when closing failed or overran its deadline.
 // The readiness route answers 503 while booting and draining. (The whole stop, in a real child
 // process under load: test/durability/sigterm.test.ts.)

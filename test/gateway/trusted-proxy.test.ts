@@ -1,4 +1,4 @@
-// contract D1, issue 19: TRUSTED_PROXY names the terminators whose X-Forwarded-For is believed.
+// contract D1 and 8.4: TRUSTED_PROXY names the terminators whose X-Forwarded-For is believed.
 // Validated at boot; addresses compare whatever their spelling (uWS writes a dual-stack peer as
 // eight zero-padded hex groups); the client is the rightmost hop that is not a trusted proxy.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Issue 15: a session's timeline for the console (sql/console.ts sessionTimeline) is built from
+// README.md, Operator console: a session's timeline for the console (sql/console.ts sessionTimeline) is built from
 // the session row, its call and SMS records and the audit rows of its swaps, never the outbox:
 // what each source contributes, the tenant scoping, the swap window over the session's life (with
 // its clock margin), the per-kind bound, and that no hash or number comes out.

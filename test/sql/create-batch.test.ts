@@ -1,4 +1,4 @@
-// Issue 13: creates that arrive together are written by one batch (sql/sessions.ts CREATE_BATCH).
+// Creates that arrive together are written by one batch (sql/sessions.ts CREATE_BATCH).
 // A batch writes exactly what its creates written one by one would, or nothing at all.
 import t from 'tap'
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik'

@@ -1,4 +1,4 @@
-// Issue 13: a create without an Idempotency-Key is one statement and one round trip (no BEGIN,
+// A create without an Idempotency-Key is one statement and one round trip (no BEGIN,
 // no COMMIT, nothing about idempotency), refusals included; with a key, the claim and the create
 // share a transaction. Counted at the driver: every query any pg client sends in this process.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// sql/direct.ts, the plain `pg` path of the hot statements (issue 14: no global monkey-patch):
+// sql/direct.ts, the plain `pg` path of the hot statements (no global monkey-patch):
 // a statement marked with PREPARE is a named statement on real Postgres (parsed once per
 // connection, its plan cached) and stays unnamed on the embedded server; rows read exactly as
 // through slonik's pools; `one`/`maybeOne` keep slonik's meaning; a transaction commits or rolls

@@ -1,4 +1,4 @@
-// Issue 18: every statement that moves the live counters locks the tenant row before the proxy
+// Every statement that moves the live counters locks the tenant row before the proxy
 // rows (tenants by id, then proxies by number), and both before the participant rows it deletes.
 // Two nodes (two pools) run creates, single-session ends straight to EXPIRED (gracePeriodMinutes
 // 0), expiry sweeps over shuffled batches, and bulk inserts, all on the same tenants and proxies,

@@ -8,7 +8,7 @@ import { migrate, readMigrations, splitSqlStatements } from '../../sql/migrate.j
 import { getSession } from '../../sql/sessions.js'
 import { testDatabase } from '../support/db.js'
 
-// One name a line: migrations added side by side (issue #16: 007 and 008) touch separate lines.
+// One name a line: migrations added side by side (007 and 008) touch separate lines.
 const SHIPPED = [
   '001_init.sql',
   '002_pricing_seed.sql',

@@ -1,6 +1,6 @@
-// Issue 12: every query the API, analytics, the retention purge and the outbox dispatcher run on
+// Every query the API, analytics, the retention purge and the outbox dispatcher run on
 // call_records, sms_records, outbox and the sessions lists stays on an index now that migration
-// 005 thinned the write-hot tables; so does the console's session timeline (issue 15), audit_log
+// 005 thinned the write-hot tables; so does the console's session timeline (README.md, Operator console), audit_log
 // included. Each query is captured as the code sends it (a recording Db in place of the pool),
 // then EXPLAINed with its own parameters against tables holding enough rows (and statistics) for
 // the planner to choose as it would in production. The plans are printed (t.comment): they are the
@@ -154,7 +154,7 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
     ['GET /v1/sessions/:id', db => getSession(db, tenantId, sessionId), { sessions: 'sessions_pkey', call_records: 'call_records_session' }],
     ['GET /v1/sessions/verify', db => findLiveByPartyHash(db, tenantId, 'ab'.repeat(32)), { sessions: 'sessions_agent_hash' }],
     // Migration 011: callCount / lastCallAt of each session read are its records, by session.
-    // Issue #16: a sticky create's one read (the pair's newest session of the last 30 days), and
+    // contract D10: a sticky create's one read (the pair's newest session of the last 30 days), and
     // the last activity an inactivity end is checked against (the session row, its newest SMS).
     ['POST /v1/sessions stickyProxy', db => findStickyProxy(db, { tenantId, agentHash: md5('a10003'), customerHash: md5('c10003'), since: from }), { sessions: 'sessions_pair_recent' }],
     ['inactivity: last activity', db => getLastActivity(db, sessionId), { sessions: 'sessions_pkey', call_records: 'call_records_session', sms_records: 'sms_records_session_sent' }],
@@ -164,7 +164,7 @@ t.test('each query on the record tables, the outbox and the sessions lists uses 
     // A daily purge at 59 days' retention: the oldest day goes, its calls kept counted on their
     // sessions' rows (migration 011).
     ['retention purge', db => purgeOldRecords(db, DAYS - 1), { call_records: 'call_records_tenant_initiated', sms_records: 'sms_records_sent', sessions: 'sessions_pkey' }],
-    // Issue 15: the console's session timeline, never from the outbox: the session row, its calls
+    // README.md, Operator console: the console's session timeline, never from the outbox: the session row, its calls
     // and SMS by session, its swaps in audit_log over the session's life (to now while it lives).
     ['console: timeline of an expired session', db => sessionTimeline(db, tenantId, sessionId, 200), timelineIndexes, expired],
     ['console: timeline of a live session', db => sessionTimeline(db, tenantOf(0), liveId, 200), timelineIndexes, liveSession],

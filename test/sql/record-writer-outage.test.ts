@@ -1,4 +1,4 @@
-// Issue 18: the record writer never forgets an operation it took. Postgres is taken away (a TCP
+// contract D5: the record writer never forgets an operation it took. Postgres is taken away (a TCP
 // proxy in front of the real server cuts every connection) while calls and their callbacks are
 // queued: nothing is lost or applied twice once it is back, also past the memory bound (batches
 // read back from the journal), a throw in `announce` does not wedge the queue, and a writer that

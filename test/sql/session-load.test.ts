@@ -1,6 +1,6 @@
 // The boot load (sql/session-load.ts loadLiveSessions: one binary COPY, decoded in place): every
 // live session exactly once, each record exactly as getSessionRecord reads it (timestamps to the
-// millisecond, sub-millisecond and pre-2000 ones included), each with its view extras (issue 13:
+// millisecond, sub-millisecond and pre-2000 ones included), each with its view extras (contract D4:
 // metadata as jsonb text, callCount and lastCallAt from the call records and purged calls) at the same position, on both backends.
 import t from 'tap'
 import { sql } from 'slonik'
@@ -31,7 +31,7 @@ t.test('loadLiveSessions', async t => {
     rec.recordingEnabled = i % 5 === 0
     rec.consentPrompt = i % 5 === 0 ? 'CUSTOM' : i % 7 === 0 ? 'NONE' : 'DEFAULT'
     rec.directionMode = (['BIDIRECTIONAL', 'A_TO_B_ONLY', 'B_TO_A_ONLY'] as const)[i % 3]!
-    // Issue #16: channel bits (absent: both) and the inactivity timeout (absent: none).
+    // contract D10: channel bits (absent: both) and the inactivity timeout (absent: none).
     if (i % 6 === 1) rec.channels = 1
     if (i % 6 === 2) rec.channels = 2
     if (i % 5 === 3) rec.inactivityTimeoutMinutes = 1 + (i * 37) % 10080
@@ -91,7 +91,7 @@ t.test('loadLiveSessions', async t => {
     t.equal(same, LIVE)
     // The first 40 by id have 3 purged calls; every 7th has 1-3 records: 5 of those 40 both.
     t.ok(extras.filter(x => x.callCount > 3).length >= 4 && extras.some(x => x.callCount > 0 && x.callCount < 3), 'records counted, with and without purged calls')
-    t.ok(recs.some(r => r.channels === 1) && recs.some(r => r.channels === 2) && recs.some(r => r.inactivityTimeoutMinutes! > 0), 'issue #16 options read back')
+    t.ok(recs.some(r => r.channels === 1) && recs.some(r => r.channels === 2) && recs.some(r => r.inactivityTimeoutMinutes! > 0), 'contract D10 options read back')
     t.equal(recs.find(r => r.id === rows[1]!.rec.id)!.channels, 1)
     t.equal(recs.find(r => r.id === rows[3]!.rec.id)!.inactivityTimeoutMinutes, rows[3]!.rec.inactivityTimeoutMinutes)
     const edge = recs.find(r => r.id === rows[4]!.rec.id)!

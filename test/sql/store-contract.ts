@@ -59,7 +59,7 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
       metadata: { orderId: 'o-1' }, gracePeriodMinutes: 15, maxDurationMinutes: 120, recordingEnabled: false,
       consentPrompt: 'DEFAULT', expiresAt: new Date(T0 + 120 * MINUTE).toISOString(), createdAt: new Date(T0).toISOString(),
       activatedAt: new Date(T0).toISOString(), endedAt: null, expiredAt: null, callCount: 0, lastCallAt: null,
-      channels: ['voice', 'sms'], inactivityTimeoutMinutes: null, // issue #16: the defaults, shown
+      channels: ['voice', 'sms'], inactivityTimeoutMinutes: null, // contract D10: the defaults, shown
     })
     t.notMatch(JSON.stringify(view), /\+1416/, 'no real number in the view')
     t.equal(await getSession(db.pool, (await addTenant(db.pool)).id, rec.id), null, 'another tenant sees nothing')

@@ -313,7 +313,7 @@ t.test('start() polls, wake() delivers at once, stop() waits for attempts in fli
 t.test('a burst of wakes claims at most once per wakeGapMs (the first at once), not once per wake', async t => {
   // Every session create and every record batch wakes the dispatcher; most of their events are
   // for tenants without a webhook and written done, so each claim finds nothing. One claim per
-  // wake, back to back, was a third of the service's CPU per create (issue 13).
+  // wake, back to back, was a third of the service's CPU per create.
   const s = await setup(t, { configured: false })
   let claims = 0
   let lastClaimAt = 0

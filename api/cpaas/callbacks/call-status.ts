@@ -2,7 +2,7 @@
 // told and answer at once; the record writer applies it against the call's state when its batch
 // commits. A callback for a call whose record was lost (a crash between the voice fetch's answer
 // and the journal) carries what the fetch knew, so the record is rebuilt with its final status
-// (issue 18).
+// (contract D5).
 import type { CallDirection } from '../../../engine/types.js'
 import { parseDurationSeconds } from '../../../engine/call-status.js'
 import type { ApiReply, ApiRequest } from '../../route.js'
@@ -55,7 +55,7 @@ export function callStatus(ctx: CallbackContext, req: ApiRequest, source: 'statu
     }
   } else if (source === 'status' && f['CallSid']) {
     // No callId: the TeXML application's own status callback, reporting the parent (inbound)
-    // call by its CallSid (issue #5).
+    // call by its CallSid.
     const rebuilt = rebuild(ctx, uuidv7(now), f, 'parent', now)
     cb = { key: { providerCallId: f['CallSid'] }, source: 'parent-status', ...common, ...(rebuilt ? { rebuild: rebuilt } : {}) }
   } else {

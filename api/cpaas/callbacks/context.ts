@@ -24,7 +24,7 @@ export interface CallbackDeps {
   tenants: TenantDirectory
   hashParty: (salt: Buffer, e164: string) => string
   records: RecordWriter
-  /** contract 2.2 callCount/lastCallAt in memory: told of each call this node routes (issue 13). */
+  /** contract 2.2 callCount/lastCallAt in memory: told of each call this node routes (contract D4). */
   callCounter: CallCounter
   provider: SmsProvider
   /** The sandbox provider sends nothing and counts a forward as delivered (contract D1). */
@@ -35,7 +35,7 @@ export interface CallbackDeps {
   now: () => number
   /** How long an inbound SMS may wait for its forward before the answer is 503 (contract D5: 2 s). */
   smsBudgetMs?: number
-  /** Issue #16: SMS keywords (STOP, START, HELP) and opt-outs; without it every message routes as before. */
+  /** contract D11: SMS keywords (STOP, START, HELP) and opt-outs; without it every message routes as before. */
   smsCompliance?: SmsCompliance
   /** A Twilio Proxy Service's intercept callback (api/twilio-proxy/intercept.ts); absent: none. */
   intercept?: Pick<Intercept, 'check' | 'has'>
@@ -71,7 +71,7 @@ export const OUTCOME = {
   'connect': 'routed', 'direction-not-allowed': 'rejected', 'channel-not-allowed': 'rejected', 'no-session': 'expired_behaviour', 'unknown-proxy': 'unknown_proxy',
 } as const
 
-/** A decision naming a session: routed, or refused by its direction mode or (issue #16) its channels. */
+/** A decision naming a session: routed, or refused by its direction mode or (contract D10) its channels. */
 export type Matched = Extract<RouteDecision, { kind: 'connect' | 'direction-not-allowed' | 'channel-not-allowed' }>
 
 export function matched(dec: RouteDecision): dec is Matched {

@@ -46,7 +46,7 @@ export function cpaasRoutes(t: CallbackHandlers, dialect: Dialect = TELNYX_DIALE
         ? 'Inbound SMS or delivery status: answers an empty TwiML <Response/> once the forward is handed to the provider, 503 + Retry-After when it cannot be in time. '
         : 'Inbound SMS or delivery status: answers {ok:true} once the forward is handed to the provider, 503 + Retry-After when it cannot be in time. ') +
         'STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT (whole message, any case) opt the sender out of SMS from the proxy and get one confirmation; ' +
-        'START, UNSTOP opt back in; HELP, INFO get the tenant help text; none is forwarded (issue #16)',
+        'START, UNSTOP opt back in; HELP, INFO get the tenant help text; none is forwarded (contract D11)',
       response: { 200: answers, 400: answers, 403: answers, 503: answers },
       handler: req => t.sms(req),
     }),

@@ -56,7 +56,7 @@ export async function forwardOnce({ d }: CallbackContext, dec: Extract<RouteDeci
 }
 
 /**
- * Issue #16: an SMS on a session that carries voice only is not forwarded: recorded FAILED with
+ * contract D10: an SMS on a session that carries voice only is not forwarded: recorded FAILED with
  * reason `channel` (it matched a session, unlike the unmatched messages contract D5 drops without
  * a record; the record also keeps a provider retry from reporting it twice) and reported by
  * sms.blocked. No usage: nothing was sent.

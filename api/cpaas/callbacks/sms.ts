@@ -1,7 +1,7 @@
 // POST /v1/webhooks/{cpaas,twilio}/sms: an inbound message or a delivery status. An inbound message is
 // answered 200 only once its forward has been handed to the provider (or it was dropped, or
 // forwarded before), within the provider's 2 s budget; otherwise 503 with Retry-After, and the
-// provider's retry (same message id) never forwards twice. Keywords and opt-outs (issue #16) are
+// provider's retry (same message id) never forwards twice. Keywords and opt-outs (contract D11) are
 // decided by the SMS compliance (../sms/compliance.ts).
 import type { SmsStatus } from '../../../engine/types.js'
 import type { ApiReply, ApiRequest } from '../../route.js'
@@ -59,12 +59,12 @@ export async function sms(ctx: CallbackContext, req: ApiRequest): Promise<ApiRep
   const oos = dec.kind === 'no-session' ? d.outOfSession?.check({ channel: 'sms', from: cb.from, to: cb.to, providerId: cb.messageId, now }) : undefined
   if (oos && (await oos).kind === 'created') dec = d.engine.route(cb.to, cb.from, now, 'sms')
   d.countCallback?.('sms', OUTCOME[dec.kind])
-  // Issue #16: the inactivity clock counts every SMS that is recorded (not one the direction drops).
+  // contract D10: the inactivity clock counts every SMS that is recorded (not one the direction drops).
   if (dec.kind === 'connect' || dec.kind === 'channel-not-allowed') d.engine.live(dec.sessionId)?.noteActivity(now)
-  // Issue #16: keywords and opt-outs, decided from memory. Without them: not matched or
+  // contract D11: keywords and opt-outs, decided from memory. Without them: not matched or
   // direction not allowed is dropped, no record (contract D5).
   const action = d.smsCompliance ? d.smsCompliance.action(dec, { proxy: cb.to, from: cb.from, text: cb.text }) : dec.kind === 'connect' ? { kind: 'forward' as const, decision: dec } : { kind: 'drop' as const }
-  // Issue #16: a message the session does not carry (voice only) is blocked, and recorded.
+  // contract D10: a message the session does not carry (voice only) is blocked, and recorded.
   const offChannel = dec.kind === 'channel-not-allowed' ? dec : null
   if (action.kind === 'drop' && offChannel === null) return ok
   let run = forwarding.get(cb.messageId)

@@ -14,7 +14,7 @@ function recordCallStart(ctx: CallbackContext, dec: Matched, caller: string, pro
   const row = callRow(ctx, dec, caller, dec.direction, proxy, callId, callSid, now, live)
   const settled = () => d.callCounter.settled(callId)
   // contract D5: a call against the direction mode is rejected and recorded as FAILED; so is
-  // one on a session that carries SMS only (issue #16).
+  // one on a session that carries SMS only (contract D10).
   const recorded = dec.kind === 'connect' ? row : { ...row, status: 'FAILED' as const, endedAt: now }
   d.records.upsertCall(recorded, CALL_START).then(settled, settled)
 }

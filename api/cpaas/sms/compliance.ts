@@ -1,4 +1,4 @@
-// The SMS keywords and opt-outs on the provider's SMS callback (issue #16, carrier rules for US
+// The SMS keywords and opt-outs on the provider's SMS callback (contract D11, carrier rules for US
 // long codes). api/cpaas/callbacks/sms.ts asks `action` what an inbound message does (from memory: the
 // routing decision, the opt-out set, at most two party hashes) and runs `run` for every outcome
 // but a plain forward, under the same once-per-message-id guard as a forward:

@@ -1,4 +1,4 @@
-// SMS opt-outs at the edge (issue #16): the in-memory set the SMS path reads (never waiting on
+// SMS opt-outs at the edge (contract D11): the in-memory set the SMS path reads (never waiting on
 // I/O), kept equal to Postgres on every node.
 // - Boot loads every opted-out party before the service listens.
 // - STOP and START are written to Postgres directly, committed before the answer (and before the
@@ -19,7 +19,7 @@ import {
 } from '../../../sql/sms-opt-outs.js'
 import type { Db } from '../../../sql/transaction.js'
 
-/** Issue #16: a party (by its hash) opted out of, or back into, SMS from a tenant's proxy (a bus message). */
+/** contract D11: a party (by its hash) opted out of, or back into, SMS from a tenant's proxy (a bus message). */
 export interface OptOutMessage { kind: 'opt-out'; tenantId: string; proxy: string; partyHash: string; optedOut: boolean }
 
 export interface OptOuts {

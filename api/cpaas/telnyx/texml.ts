@@ -165,7 +165,7 @@ export function decisionTexml(
       })
     }
     case 'direction-not-allowed': return rejectTexml('rejected')
-    case 'channel-not-allowed': return rejectTexml('rejected') // issue #16: a call on an SMS-only session
+    case 'channel-not-allowed': return rejectTexml('rejected') // contract D10: a call on an SMS-only session
     case 'no-session': return expiredTexml(decision.tenant, decision.proxy)
     case 'unknown-proxy': return rejectTexml()
   }
