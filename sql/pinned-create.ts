@@ -13,7 +13,10 @@ import { insertOutbox } from './outbox.js'
 import { rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
 
 /** What a native create writes, less its Idempotency-Key and known price. */
-export type PinnedCreateArgs = Pick<CreateSessionArgs, 'rec' | 'metadata' | 'agentHash' | 'customerHash' | 'agentEnc' | 'customerEnc' | 'quota' | 'events'>
+export type PinnedCreateArgs = Pick<CreateSessionArgs, 'rec' | 'metadata' | 'agentHash' | 'customerHash' | 'agentEnc' | 'customerEnc' | 'quota' | 'events'> & {
+  /** The caller's own writes, last in the same transaction (a retry runs them again): committed with the session, or not at all. */
+  within?: ((tx: Db) => Promise<void>) | undefined
+}
 
 /**
  * 'proxy-unavailable': a number is neither bound to the tenant nor held by it (or held by another);
@@ -70,6 +73,7 @@ export async function createPinnedSession(db: Db, a: PinnedCreateArgs): Promise<
         dedupeKey: numberRentalKey(rec.tenantId, n, rec.createdAt), metadata: { proxyNumber: n },
       })),
     ])
+    await a.within?.(tx)
     return 'ok'
   })))
 }
