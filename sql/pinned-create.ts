@@ -7,7 +7,7 @@
 import { sql, type SerializableValue } from 'slonik'
 import type { CreateSessionArgs } from './session-create.js'
 import { ALL_CHANNELS } from '../engine/types.js'
-import { numberRentalKey, recordUsage } from './billing.js'
+import { finishUsage, numberRentalKey, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
 import { guard, withRetry } from './errors.js'
 import { outboxInsert } from './outbox.js'
 import { rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
@@ -50,8 +50,17 @@ export async function createPinnedSession(db: Db, a: PinnedCreateArgs): Promise<
         FROM usable WHERE usable.ok AND n.number = ANY(${sql.array(numbers, 'text')}) RETURNING 1)
       SELECT count(*)::int FROM hold`)
     if (held !== numbers.length) return rollback('proxy-unavailable')
-    // The session, its participants and its events in one statement.
-    const parts = await tx.oneFirst(sql.unsafe`
+    // As a native create: session_created, and the day's number_rental of each number it holds.
+    const usage: UsageInput[] = [
+      { tenantId: rec.tenantId, metric: 'session_created', quantity: 1, at: rec.createdAt, sessionId: rec.id },
+      ...numbers.map(n => ({
+        tenantId: rec.tenantId, metric: 'number_rental' as const, quantity: 1, at: rec.createdAt,
+        dedupeKey: numberRentalKey(rec.tenantId, n, rec.createdAt), metadata: { proxyNumber: n },
+      })),
+    ]
+    const rows = usageRows(usage)
+    // The session, its participants, its events and its usage in one statement.
+    const { parts, ...outcome } = await tx.one(sql.unsafe`
       WITH s AS (
         INSERT INTO sessions (id, tenant_id, proxy_number, customer_proxy_number, state, direction_mode, metadata, grace_period_minutes,
                               max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
@@ -67,17 +76,11 @@ export async function createPinnedSession(db: Db, a: PinnedCreateArgs): Promise<
         INSERT INTO session_participants (proxy_number, party_hash, session_id)
         SELECT v.proxy_number, v.party_hash, s.id FROM s, (VALUES (${agentProxy}::text, ${a.agentHash}::text), (${customerProxy}::text, ${a.customerHash}::text)) v (proxy_number, party_hash)
         ON CONFLICT DO NOTHING RETURNING 1)
-      ${a.events.length > 0 ? sql.fragment`, events AS (${outboxInsert(a.events, rec.id)})` : sql.fragment``}
-      SELECT count(*)::int FROM ins`)
+      ${a.events.length > 0 ? sql.fragment`, events AS (${outboxInsert(a.events, rec.id)})` : sql.fragment``},
+      ${usageCtes(rows)}
+      SELECT (SELECT count(*)::int FROM ins) AS parts, ${usageOutcome}`) as unknown as UsageOutcome & { parts: number }
     if (parts !== 2) return rollback('proxy-in-use')
-    // As a native create: session_created, and the day's number_rental of each number it holds.
-    await recordUsage(tx, [
-      { tenantId: rec.tenantId, metric: 'session_created', quantity: 1, at: rec.createdAt, sessionId: rec.id },
-      ...numbers.map(n => ({
-        tenantId: rec.tenantId, metric: 'number_rental' as const, quantity: 1, at: rec.createdAt,
-        dedupeKey: numberRentalKey(rec.tenantId, n, rec.createdAt), metadata: { proxyNumber: n },
-      })),
-    ])
+    await finishUsage(tx, usage, rows, outcome)
     await a.within?.(tx)
     return 'ok'
   })))

@@ -17,6 +17,7 @@ async function written(db: CommonQueryMethods): Promise<unknown> {
     tenants: await db.any(sql.unsafe`SELECT id, live_sessions FROM tenants ORDER BY id`),
     proxies: await db.any(sql.unsafe`SELECT number, tenant_id, live_sessions FROM proxy_numbers WHERE live_sessions > 0 OR tenant_id IS NOT NULL ORDER BY number`),
     marks: await db.anyFirst(sql.unsafe`SELECT n FROM pinned_marks ORDER BY n`),
+    usage: await db.any(sql.unsafe`SELECT metric, quantity::int, session_id, dedupe_key FROM billing_events ORDER BY metric, dedupe_key`),
   }
 }
 
@@ -43,14 +44,20 @@ t.test('the store refuses what the engine did not see, and writes nothing then',
   t.same(await written(db.pool), empty, 'the refusals wrote nothing')
 
   t.equal(await pinned(10, 11, 1, 2), 'ok')
-  const one = await written(db.pool) as { sessions: unknown[]; participants: unknown[]; outbox: unknown[]; proxies: unknown[]; marks: number[] }
+  const one = await written(db.pool) as { sessions: { id: string }[]; participants: unknown[]; outbox: unknown[]; proxies: unknown[]; marks: number[]; usage: unknown[] }
   t.equal(one.sessions.length, 1)
   t.equal(one.participants.length, 2, 'each party on its own number')
   t.ok(one.outbox.length > 0, 'its events')
   t.same(one.proxies, [{ number: proxy(1), tenant_id: a.id, live_sessions: 1 }, { number: proxy(2), tenant_id: a.id, live_sessions: 1 }], 'both numbers held')
   t.same(one.marks, [10], "the caller's own writes, with it")
+  t.match(one.usage, [
+    { metric: 'number_rental', quantity: 1, dedupe_key: new RegExp(`${proxy(1).replace('+', '\\+')}`) },
+    { metric: 'number_rental', quantity: 1, dedupe_key: new RegExp(`${proxy(2).replace('+', '\\+')}`) },
+    { metric: 'session_created', quantity: 1, session_id: one.sessions[0]!.id },
+  ], "its usage, as a native create's (the month's period opened by it)")
 
   t.equal(await pinned(10, 12, 1, 2), 'proxy-in-use', 'the agent is already live on its number')
   t.same(await written(db.pool), one, 'nothing written, the caller\'s writes neither')
   t.equal(await pinned(13, 12, 1, 2), 'ok', 'other parties on the same numbers')
+  t.equal((await written(db.pool) as { usage: unknown[] }).usage.length, 4, 'the day\'s rentals once, a session_created more')
 })
