@@ -41,6 +41,7 @@ export const EnvSchema = Type.Object({
   TWILIO_API_SECRET: Type.Optional(Type.String({ minLength: 16 })),
   TWILIO_BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$' })),
   WEBHOOK_ALLOW_INSECURE: Type.Optional(Bool),
+  TWILIO_PROXY_INTERCEPT_TIMEOUT_MS: Type.Optional(Int),
   RETENTION_DAYS: Type.Optional(Int),
   TRUSTED_PROXY: Type.Optional(Type.String({ minLength: 1 })),
   SHUTDOWN_GRACE_SECONDS: Type.Optional(Int),
@@ -80,6 +81,8 @@ export interface Config {
   twilio: { accountSid: string; authToken: string; apiKey?: string; apiSecret?: string; baseUrl?: string } | null
   hmacSecret: string | undefined
   webhookAllowInsecure: boolean
+  /** TWILIO_PROXY_INTERCEPT_TIMEOUT_MS: how long a call or SMS waits for a Service's intercept callback (default 2000). */
+  interceptTimeoutMs: number
   retentionDays: number
   /** TRUSTED_PROXY: the terminators whose X-Forwarded-For is believed (canonical spellings). */
   trustedProxies: string[]
@@ -198,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     twilio,
     hmacSecret,
     webhookAllowInsecure: e.WEBHOOK_ALLOW_INSECURE === 'true' || e.WEBHOOK_ALLOW_INSECURE === '1',
+    interceptTimeoutMs: e.TWILIO_PROXY_INTERCEPT_TIMEOUT_MS !== undefined ? Math.max(1, Number(e.TWILIO_PROXY_INTERCEPT_TIMEOUT_MS)) : 2_000,
     retentionDays,
     trustedProxies,
     shutdownGraceSeconds: e.SHUTDOWN_GRACE_SECONDS !== undefined ? Number(e.SHUTDOWN_GRACE_SECONDS) : 10,

@@ -64,6 +64,7 @@ import { startPoolAlerter, type PoolAlerter } from '../api/app/pool-alerts.js'
 import { recordPoolRefusal } from '../sql/pool-alerts.js'
 import { ApiProblem } from '../api/route.js'
 import { createDispatcher } from './webhooks/dispatcher.js'
+import { facadeCallbackTargets, facadeIntercept, facadeOutOfSession, type OutOfSession } from './webhooks/twilio-callbacks.js'
 import { registerStream, type Stream } from './stream/stream.js'
 import { streamTokenVerifier } from './stream/auth.js'
 import { outboxReplaySource } from './stream/replay-source.js'
@@ -235,6 +236,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     let boundPort: number | null = null
     const dispatcher = createDispatcher({
       pool: db.pool, log, now, onOutcome: metrics.webhook, allowInsecure: cfg.webhookAllowInsecure, secrets: createSecretCipher(cfg.phoneKey),
+      extraTargets: facadeCallbackTargets(db.pool, cfg.phoneKey),
     })
 
     // Issue 17: what the bus lost is replayed from the outbox to this node's WebSocket clients
@@ -317,7 +319,13 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const cpaas = await startCpaas(cfg, { log, now, publicBaseUrl: () => services.config.publicBaseUrl, numberProvider: n => engine.numberProvider(n) })
     const provider = cpaas.provider
     services.cpaasHealth = () => provider.health()
+    const intercept = facadeIntercept({ pool: db.pool, phoneKey: cfg.phoneKey, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
+    await intercept.reload()
+    closers.unshift(() => intercept.close())
+    // Made once the façade's deps are (below): it creates sessions as the façade does.
+    let outOfSession: OutOfSession | null = null
     const callbackRoutes = cpaas.routes({
+      intercept, outOfSession: { check: q => outOfSession?.check(q) },
       engine, tenants, hashParty, records, callCounter, log, now,
       publicBaseUrl: () => services.config.publicBaseUrl, countCallback: metrics.callback,
       smsCompliance: createSmsCompliance({ optOuts, tenants, hashParty, records, provider, log, now }),
@@ -353,8 +361,12 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
     const proxyAuth = createProxyAuthenticator(now)
     const facade = {
       auth: proxyAuth, native: enginePinnedSessions({ ...services.sessions, expireDue: () => runner.expireDue() }), configuredBaseUrl: () => cfg.publicBaseUrl,
+      changed: async () => { await Promise.all([intercept.reload(), outOfSession?.reload()]) },
       sendSms: async (from: string, to: string, text: string) => (await provider.sendSms({ from, to, text })).providerMessageId,
     }
+    outOfSession = facadeOutOfSession({ services, deps: facade, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
+    await outOfSession.reload()
+    closers.unshift(() => outOfSession?.close())
     // Façade sessions expire by a sweep too (their native sessions carry no timers of their own).
     let facadeSweeping = false
     const facadeSweep = setInterval(() => {

@@ -7,6 +7,7 @@ import type { Queries } from './direct.js'
 import type { EventEnvelope } from './vocabulary/event-envelope.js'
 import { jsonb, type Db } from './transaction.js'
 import { guard } from './errors.js'
+import { facadeCallbackWanted, INTERACTION_CALLBACK } from './twilio-proxy-callbacks.js'
 
 const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
 
@@ -49,7 +50,8 @@ export function outboxInsertFrom(envelopes: FragmentSqlToken, session?: string |
     LEFT JOIN LATERAL (
       SELECT true AS wanted FROM webhook_configs c
       WHERE c.tenant_id = e.tenant_id
-        AND (e.type = ANY(c.events) OR e.type = 'session.target_swapped' OR e.test)) w ON true
+        AND (e.type = ANY(c.events) OR e.type = 'session.target_swapped' OR e.test)
+      UNION ALL (${facadeCallbackWanted}) LIMIT 1) w ON true
     ${opts.fresh ? sql.fragment`` : sql.fragment`ON CONFLICT (id) DO NOTHING`}`
 }
 
@@ -85,6 +87,7 @@ export async function outboxRowsAfter(db: Db, q: { afterId: string; beforeId?: s
     const rows = await db.any(sql.unsafe`
       SELECT id, envelope::text AS json FROM outbox
       WHERE id > ${q.afterId}::uuid ${before} AND tenant_id = ANY(${sql.array(q.tenantIds, 'uuid')}) ${types}
+        AND type <> ${INTERACTION_CALLBACK}
       ORDER BY id LIMIT ${q.limit}`) as ReadonlyArray<{ id: string; json: string }>
     return rows.map(r => ({ id: r.id, json: r.json }))
   })

@@ -94,6 +94,12 @@ export async function insertDelivery(db: CommonQueryMethods, d: NewDelivery): Pr
       ${d.attemptCount}, ${d.error}, ${iso(d.requestedAt)}::timestamptz, ${iso(d.completedAt)}::timestamptz)`)
 }
 
+/** The URLs an attempt at this event has already reached (an event with several targets). */
+export async function succeededUrls(db: CommonQueryMethods, tenantId: string, eventId: string): Promise<string[]> {
+  return [...await db.anyFirst(sql.unsafe`
+    SELECT DISTINCT url FROM webhook_deliveries WHERE tenant_id = ${tenantId} AND event_id = ${eventId} AND success`)] as string[]
+}
+
 const DELIVERY_COLUMNS = sql.fragment`
   id, event, url, status_code, success, attempt_count, error,
   to_char(requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS requested_at,

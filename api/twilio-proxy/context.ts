@@ -11,6 +11,8 @@ export interface FacadeDeps {
   configuredBaseUrl: () => string | null
   /** The native session behind a façade session with two participants (api/twilio-proxy/native.ts). */
   native: PinnedSessions
+  /** After each successful change through the façade (api/twilio-proxy/intercept.ts reloads). */
+  changed?: () => Promise<void>
   /** Sends an SMS from a proxy number through the provider (and its failover); the provider's message id. */
   sendSms?: (from: string, to: string, text: string) => Promise<string>
 }

@@ -5,6 +5,7 @@
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { patchSession, type SessionRow } from '../../sql/twilio-proxy-sessions.js'
 import { deleteInteraction, getInteraction, insertMessageInteraction, listInteractions } from '../../sql/twilio-proxy-interactions.js'
+import { queueInteractionCallback } from '../../sql/twilio-proxy-callbacks.js'
 import type { Ctx } from './context.js'
 import { invalidParam, notFound, rule } from './errors.js'
 import { expiryOf, isOpen } from './lifecycle.js'
@@ -67,6 +68,7 @@ export const interactionRoutes: Table = [
       const id = uuidv7(c.now)
       await insertMessageInteraction(c.services.db, { id, sessionId: session.id, participantId: participant.id, status: 'sent', resourceSid: derivedSid('SM', messageId), now: c.now })
       await touch(c, session)
+      if (service.callback_url) await queueInteractionCallback(c.services.db, { id: uuidv7(c.now), tenantId: c.auth.tenantId, sessionId: session.id, interactionId: id, now: c.now })
       const row = (await getInteraction(c.services.db, session.id, id))!
       return { status: 200, body: interactionJson(c.base, c.auth.accountSid, service.id, row, participant.id) }
     },

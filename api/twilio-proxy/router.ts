@@ -50,6 +50,8 @@ async function handle(deps: FacadeDeps, req: ApiRequest, method: HttpMethod): Pr
       services: req.services, deps, auth, params, segs, path: sub, now: req.services.now(),
       base: `${publicBase(deps, req)}${PROXY_PREFIX}/v1`,
     })
+    // What a change may have changed is read again before the answer (the intercept's memory).
+    if (method !== 'GET' && out.status < 300) await deps.changed?.()
     return out.body === undefined ? { status: out.status } : reply(out.status, out.body)
   } catch (err) {
     const e = err instanceof TwilioError ? err : storeFailure(err)

@@ -6,7 +6,7 @@ import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import {
-  claimDue, getWebhookConfig, insertDelivery, markDone, markRetry, type OutboxEvent, type SecretCipher,
+  claimDue, getWebhookConfig, insertDelivery, markDone, markRetry, succeededUrls, type NewDelivery, type OutboxEvent, type SecretCipher,
 } from '../../sql/webhooks.js'
 import { signatureHeaders } from '../../api/webhooks/signing.js'
 import { createHttpTransport, type WebhookTransport } from './transport.js'
@@ -29,6 +29,12 @@ export const WAKE_GAP_MS = 20
  */
 function alwaysDelivered(ev: OutboxEvent): boolean {
   return ev.type === 'session.target_swapped' || ev.envelope.data?.test === true
+}
+
+/** One destination of an event: its URL, and the request for an attempt made at `requestedAt`. */
+export interface DeliveryTarget {
+  url: string
+  sign(requestedAt: number): { body: string; headers: Record<string, string>; contentType?: string }
 }
 
 export interface DispatcherOptions {
@@ -56,6 +62,12 @@ export interface DispatcherOptions {
    */
   wakeGapMs?: number
   newId?: () => string
+  /**
+   * Where else an event goes besides the tenant's webhook (a Twilio Proxy Service's callback_url:
+   * gateway/webhooks/twilio-callbacks.ts). Each target is attempted and logged on its own; an
+   * event is done once every target has succeeded, and a retry skips those that already did.
+   */
+  extraTargets?: (ev: OutboxEvent) => Promise<DeliveryTarget[]>
   /** Counts each attempt's outcome (metrics). */
   onOutcome?: (outcome: 'delivered' | 'retry' | 'failed' | 'skipped' | 'error') => void
 }
@@ -83,34 +95,55 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   const ownTransport = opts.transport ? null : createHttpTransport({ allowInsecure: opts.allowInsecure })
   const transport = opts.transport ?? ownTransport!
 
-  async function deliver(ev: OutboxEvent): Promise<void> {
+  /** What this event goes to: the tenant's webhook, if it wants the event, and any extra target. */
+  async function targetsOf(ev: OutboxEvent): Promise<DeliveryTarget[]> {
     const cfg = await getWebhookConfig(pool, ev.tenantId)
-    if (!cfg || (!alwaysDelivered(ev) && !cfg.events.includes(ev.type))) {
-      await markDone(pool, ev, 'skipped', now())
-      opts.onOutcome?.('skipped')
-      return
-    }
-    const body = JSON.stringify(ev.envelope)
+    const own: DeliveryTarget[] = cfg && (alwaysDelivered(ev) || cfg.events.includes(ev.type))
+      ? [{ url: cfg.url, sign: requestedAt => {
+        const body = JSON.stringify(ev.envelope)
+        // webhook-id is the event id: the same on every retry, so receivers can deduplicate.
+        return { body, headers: { ...signatureHeaders(opts.secrets.decrypt(cfg.secretEnc), ev.id, Math.floor(requestedAt / 1000), body) } }
+      } }]
+      : []
+    const extra = opts.extraTargets ? await opts.extraTargets(ev) : []
+    if (extra.length === 0 || ev.attempts <= 1) return [...own, ...extra]
+    // A retry goes only where no earlier attempt of this event succeeded.
+    const done = new Set(await succeededUrls(pool, ev.tenantId, ev.id))
+    return [...own, ...extra].filter(t => !done.has(t.url))
+  }
+
+  async function attempt(ev: OutboxEvent, target: DeliveryTarget): Promise<NewDelivery> {
     const requestedAt = now()
     let result: { statusCode: number; error: string | null }
     try {
-      const secret = opts.secrets.decrypt(cfg.secretEnc)
-      // webhook-id is the event id: the same on every retry, so receivers can deduplicate.
-      const headers = { ...signatureHeaders(secret, ev.id, Math.floor(requestedAt / 1000), body) }
-      result = await transport({ url: cfg.url, headers, body, timeoutMs })
+      const req = target.sign(requestedAt)
+      result = await transport({ url: target.url, headers: req.headers, body: req.body, timeoutMs, ...(req.contentType ? { contentType: req.contentType } : {}) })
     } catch (err) {
       log.error({ err, tenantId: ev.tenantId, eventId: ev.id }, 'webhook attempt error')
       result = { statusCode: 0, error: 'internal' }
     }
-    const completedAt = now()
     const success = result.statusCode >= 200 && result.statusCode < 300
-    const error = success ? null : (result.error ?? `http-${result.statusCode}`)
+    return {
+      id: newId(), tenantId: ev.tenantId, eventId: ev.id, event: ev.type, url: target.url, statusCode: result.statusCode, success,
+      attemptCount: ev.attempts, error: success ? null : (result.error ?? `http-${result.statusCode}`), requestedAt, completedAt: now(),
+    }
+  }
+
+  async function deliver(ev: OutboxEvent): Promise<void> {
+    const targets = await targetsOf(ev)
+    if (targets.length === 0) {
+      await markDone(pool, ev, 'skipped', now())
+      opts.onOutcome?.('skipped')
+      return
+    }
+    const results = await Promise.all(targets.map(t => attempt(ev, t)))
+    const completedAt = now()
+    const success = results.every(r => r.success)
+    const error = results.find(r => !r.success)?.error ?? null
+    const statusCode = (results.find(r => !r.success) ?? results[0]!).statusCode
     const finalAttempt = ev.attempts >= schedule.length
     await pool.transaction(async tx => {
-      await insertDelivery(tx, {
-        id: newId(), tenantId: ev.tenantId, eventId: ev.id, event: ev.type, url: cfg.url,
-        statusCode: result.statusCode, success, attemptCount: ev.attempts, error, requestedAt, completedAt,
-      })
+      for (const r of results) await insertDelivery(tx, r)
       const ours = success ? await markDone(tx, ev, 'delivered', completedAt)
         : finalAttempt ? await markDone(tx, ev, 'failed', completedAt)
           : await markRetry(tx, ev, completedAt + schedule[ev.attempts]!)
@@ -118,7 +151,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     })
     opts.onOutcome?.(success ? 'delivered' : finalAttempt ? 'failed' : 'retry')
     // Never the URL (its query may hold a tenant's token) nor the secret.
-    const line = { tenantId: ev.tenantId, eventId: ev.id, type: ev.type, attempt: ev.attempts, statusCode: result.statusCode, code: error }
+    const line = { tenantId: ev.tenantId, eventId: ev.id, type: ev.type, attempt: ev.attempts, statusCode, code: error }
     if (success) log.debug(line, 'webhook delivered')
     else if (finalAttempt) log.warn(line, 'webhook given up')
     else log.info(line, 'webhook attempt failed')

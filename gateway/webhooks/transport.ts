@@ -12,12 +12,19 @@ export interface DeliveryRequest {
   headers: Record<string, string>
   body: string
   timeoutMs: number
+  /** Default application/json. */
+  contentType?: string
+  /** Read the answer's body, up to this many bytes (more: an error); by default only its status. */
+  readBody?: number
 }
 
 /** `statusCode` 0 when no HTTP answer came back; `error` a short code, never a URL or a secret. */
 export interface DeliveryResult {
   statusCode: number
   error: string | null
+  /** With DeliveryRequest.readBody: the answer's body and content type. */
+  body?: string
+  contentType?: string
 }
 
 export type WebhookTransport = (req: DeliveryRequest) => Promise<DeliveryResult>
@@ -74,12 +81,13 @@ export function createHttpTransport(opts: { allowInsecure: boolean; userAgent?: 
         lookup,
         headers: {
           ...req.headers,
-          'content-type': 'application/json',
+          'content-type': req.contentType ?? 'application/json',
           'content-length': String(body.length),
           'user-agent': userAgent,
         },
       }, res => {
         res.on('error', () => {})
+        if (req.readBody !== undefined) return readAnswer(res, req.readBody, finish)
         res.resume()
         finish({ statusCode: res.statusCode ?? 0, error: null })
         // The status is all we need; the body is drained (so the socket can be reused) within a bound.
@@ -100,4 +108,17 @@ export function createHttpTransport(opts: { allowInsecure: boolean; userAgent?: 
       agents['http:'].destroy()
     },
   })
+}
+
+/** The whole answer within `limit` bytes (the request's timer still bounds it). */
+function readAnswer(res: http.IncomingMessage, limit: number, finish: (r: DeliveryResult) => void): void {
+  const chunks: Buffer[] = []
+  let size = 0
+  res.on('data', (c: Buffer) => {
+    size += c.length
+    if (size > limit) { finish({ statusCode: 0, error: 'answer-too-large' }); res.destroy() } else chunks.push(c)
+  })
+  res.on('end', () => finish({
+    statusCode: res.statusCode ?? 0, error: null, body: Buffer.concat(chunks).toString('utf8'), contentType: String(res.headers['content-type'] ?? ''),
+  }))
 }

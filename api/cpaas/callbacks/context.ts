@@ -16,6 +16,8 @@ import type { CallInsert, RecordWriter } from '../../../sql/records.js'
 import type { CallCounter } from '../../app/call-counter.js'
 import type { TenantDirectory } from '../../app/tenant-directory.js'
 import type { SmsCompliance, SmsOutcome } from '../sms/compliance.js'
+import type { Intercept } from '../../twilio-proxy/intercept.js'
+import type { OutOfSession } from '../../twilio-proxy/out-of-session.js'
 
 export interface CallbackDeps {
   engine: Engine
@@ -35,6 +37,10 @@ export interface CallbackDeps {
   smsBudgetMs?: number
   /** Issue #16: SMS keywords (STOP, START, HELP) and opt-outs; without it every message routes as before. */
   smsCompliance?: SmsCompliance
+  /** A Twilio Proxy Service's intercept callback (api/twilio-proxy/intercept.ts); absent: none. */
+  intercept?: Pick<Intercept, 'check' | 'has'>
+  /** A Twilio Proxy Service's out-of-session callback (api/twilio-proxy/out-of-session.ts); absent: none. */
+  outOfSession?: Pick<OutOfSession, 'check'>
   /** Counts each voice and SMS routing outcome (metrics). */
   countCallback?: (channel: 'voice' | 'sms', outcome: 'routed' | 'rejected' | 'expired_behaviour' | 'unknown_proxy') => void
 }

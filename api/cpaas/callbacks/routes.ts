@@ -9,7 +9,7 @@ import type { Dialect } from '../dialect.js'
 import { EMPTY_RESPONSE, TELNYX_DIALECT } from '../telnyx/texml.js'
 
 export interface CallbackHandlers {
-  voice(req: ApiRequest): ApiReply
+  voice(req: ApiRequest): ApiReply | Promise<ApiReply>
   voiceStatus(req: ApiRequest): ApiReply
   dialStatus(req: ApiRequest): ApiReply
   recording(req: ApiRequest): ApiReply

@@ -16,8 +16,7 @@ export const SMS_PATH = '/v1/webhooks/cpaas/sms'
  * provider's message id is its key); a claim found already forwarded is done; the forward's
  * outcome is on disk (journal) before the answer says it was handed over.
  */
-export async function forwardOnce({ d }: CallbackContext, dec: Extract<RouteDecision, { kind: 'connect' }>, proxy: string, messageId: string, text: string, now: number): Promise<SmsOutcome> {
-  const id = uuidv7(now)
+export async function forwardOnce({ d }: CallbackContext, dec: Extract<RouteDecision, { kind: 'connect' }>, proxy: string, messageId: string, text: string, now: number, id = uuidv7(now)): Promise<SmsOutcome> {
   const base = { sessionId: dec.sessionId, tenantId: dec.tenantId, proxyNumber: proxy, direction: dec.direction }
   const claim = await d.records.upsertSms({
     id, sessionId: dec.sessionId, tenantId: dec.tenantId, providerMessageId: messageId,
@@ -75,4 +74,11 @@ export async function blockChannel({ d }: CallbackContext, dec: Extract<RouteDec
   if (!claim) return 'retry'
   await d.records.sync()
   return 'done'
+}
+
+/** forwardOnce, unless a Twilio Proxy Service's intercept callback blocks it (not forwarded, not recorded). */
+export async function interceptThenForward(ctx: CallbackContext, dec: Extract<RouteDecision, { kind: 'connect' }>, proxy: string, messageId: string, text: string, now: number): Promise<SmsOutcome> {
+  const id = uuidv7(now)
+  const held = ctx.d.intercept?.check(dec, 'sms', id, messageId, now)
+  return held && !await held ? 'done' : forwardOnce(ctx, dec, proxy, messageId, text, now, id)
 }

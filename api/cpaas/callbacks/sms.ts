@@ -9,7 +9,7 @@ import { orAfter } from '../../app/deadline.js'
 import { parseSmsCallback } from '../sms-payload.js'
 import { EMPTY_RESPONSE } from '../telnyx/texml.js'
 import { JSON_TYPE, OUTCOME, XML, type CallbackContext } from './context.js'
-import { blockChannel, forwardOnce } from './sms-forward.js'
+import { blockChannel, interceptThenForward } from './sms-forward.js'
 
 const SMS_STATUS_RETRY_MS = [1_000, 5_000]
 const SMS_BUDGET_MS = 1_500
@@ -54,7 +54,10 @@ export async function sms(ctx: CallbackContext, req: ApiRequest): Promise<ApiRep
   }
   if (cb.kind === 'ignored' || forwarded.get(cb.messageId)) return ok
   const now = d.now()
-  const dec = d.engine.route(cb.to, cb.from, now, 'sms')
+  let dec = d.engine.route(cb.to, cb.from, now, 'sms')
+  // A Twilio Proxy Service's out-of-session callback may create the session (api/twilio-proxy/out-of-session.ts).
+  const oos = dec.kind === 'no-session' ? d.outOfSession?.check({ channel: 'sms', from: cb.from, to: cb.to, providerId: cb.messageId, now }) : undefined
+  if (oos && (await oos).kind === 'created') dec = d.engine.route(cb.to, cb.from, now, 'sms')
   d.countCallback?.('sms', OUTCOME[dec.kind])
   // Issue #16: the inactivity clock counts every SMS that is recorded (not one the direction drops).
   if (dec.kind === 'connect' || dec.kind === 'channel-not-allowed') d.engine.live(dec.sessionId)?.noteActivity(now)
@@ -68,7 +71,7 @@ export async function sms(ctx: CallbackContext, req: ApiRequest): Promise<ApiRep
   if (!run) {
     const messageId = cb.messageId
     const work = action.kind === 'forward'
-      ? forwardOnce(ctx, action.decision, cb.to, messageId, cb.text, now)
+      ? interceptThenForward(ctx, action.decision, cb.to, messageId, cb.text, now)
       : action.kind === 'drop' ? blockChannel(ctx, offChannel!, cb.to, messageId, now)
       : d.smsCompliance!.run(action, { proxy: cb.to, from: cb.from, text: cb.text, messageId, at: now })
     run = work.catch(err => {

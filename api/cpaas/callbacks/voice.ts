@@ -1,10 +1,11 @@
 // POST /v1/webhooks/{cpaas,twilio}/voice, the voice fetch (contract 4.10): routes in the engine and
 // answers in the provider's dialect (TeXML or TwiML) from memory; its call record is queued behind the answer (sql/record-writer.ts:
 // journaled, group-committed, retried through Postgres outages).
-import type { LiveView } from '../../../engine/index.js'
+import type { LiveView, RouteDecision } from '../../../engine/index.js'
 import type { ApiReply, ApiRequest } from '../../route.js'
 import { uuidv7 } from '../../../sql/vocabulary/ids.js'
 import { CALL_START } from '../../../sql/records.js'
+import { rejectTexml } from '../telnyx/texml.js'
 import { BAD_VOICE, callRow, matched, OUTCOME, XML, type CallbackContext, type Matched } from './context.js'
 
 /** The fetch's record; its call.incoming (and call.failed) are made from it when it is applied. */
@@ -18,18 +19,37 @@ function recordCallStart(ctx: CallbackContext, dec: Matched, caller: string, pro
   d.records.upsertCall(recorded, CALL_START).then(settled, settled)
 }
 
-export function voice(ctx: CallbackContext, req: ApiRequest): ApiReply {
-  const { d, calls, dialect } = ctx
+export function voice(ctx: CallbackContext, req: ApiRequest): ApiReply | Promise<ApiReply> {
+  const { d } = ctx
   const f = req.form
   const callSid = f?.['CallSid'], from = f?.['From'], to = f?.['To']
   if (!callSid || !from || !to) return BAD_VOICE
   const now = d.now()
   const dec = d.engine.route(to, from, now)
   d.countCallback?.('voice', OUTCOME[dec.kind])
+  // A Twilio Proxy Service's intercept callback may block the call (api/twilio-proxy/intercept.ts).
+  const held = dec.kind === 'connect' && !ctx.calls.get(callSid) ? intercepted(ctx, dec, callSid, now) : undefined
+  if (held) return held.then(id => id !== null ? answer(ctx, dec, callSid, from, to, now, id) : { status: 200, body: rejectTexml('rejected'), contentType: XML })
+  // Or its out-of-session callback answer for a caller with no session (api/twilio-proxy/out-of-session.ts).
+  const oos = dec.kind === 'no-session' ? d.outOfSession?.check({ channel: 'voice', from, to, providerId: callSid, now }) : undefined
+  // A session it created is routed as any other (its intercept callback included).
+  if (oos) return oos.then(r => r.kind === 'twiml' ? { status: 200, body: r.body, contentType: XML } : r.kind === 'created' ? voice(ctx, req) : answer(ctx, dec, callSid, from, to, now))
+  return answer(ctx, dec, callSid, from, to, now)
+}
+
+/** The call's id (its interaction's) once the intercept callback let it through; null: blocked. Undefined: none to ask. */
+function intercepted(ctx: CallbackContext, dec: Extract<RouteDecision, { kind: 'connect' }>, callSid: string, now: number): Promise<string | null> | undefined {
+  if (!ctx.d.intercept?.has(dec.sessionId)) return undefined
+  const id = uuidv7(now)
+  return ctx.d.intercept.check(dec, 'call', id, callSid, now)?.then(go => (go ? id : null))
+}
+
+function answer(ctx: CallbackContext, dec: RouteDecision, callSid: string, from: string, to: string, now: number, newId?: string): ApiReply {
+  const { d, calls, dialect } = ctx
   if (matched(dec)) {
     let callId = calls.get(callSid)
     if (callId === undefined) {
-      const id = callId = uuidv7(now)
+      const id = callId = newId ?? uuidv7(now)
       calls.set(callSid, id)
       // One lookup of the session for its count and its party-B hash (at 1M sessions each is a cache miss).
       const live = d.engine.live(dec.sessionId)
