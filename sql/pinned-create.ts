@@ -7,13 +7,16 @@
 import { sql, type SerializableValue } from 'slonik'
 import type { CreateSessionArgs } from './session-create.js'
 import { ALL_CHANNELS } from '../engine/types.js'
-import { numberRentalKey, recordUsage } from './billing.js'
+import { finishUsage, numberRentalKey, usageCtes, usageOutcome, usageRows, type UsageInput, type UsageOutcome } from './billing.js'
 import { guard, withRetry } from './errors.js'
-import { insertOutbox } from './outbox.js'
+import { outboxInsert } from './outbox.js'
 import { rollback, transact, ts, tsOrNull, type Db } from './transaction.js'
 
 /** What a native create writes, less its Idempotency-Key and known price. */
-export type PinnedCreateArgs = Pick<CreateSessionArgs, 'rec' | 'metadata' | 'agentHash' | 'customerHash' | 'agentEnc' | 'customerEnc' | 'quota' | 'events'>
+export type PinnedCreateArgs = Pick<CreateSessionArgs, 'rec' | 'metadata' | 'agentHash' | 'customerHash' | 'agentEnc' | 'customerEnc' | 'quota' | 'events'> & {
+  /** The caller's own writes, last in the same transaction (a retry runs them again): committed with the session, or not at all. */
+  within?: ((tx: Db) => Promise<void>) | undefined
+}
 
 /**
  * 'proxy-unavailable': a number is neither bound to the tenant nor held by it (or held by another);
@@ -33,43 +36,52 @@ export async function createPinnedSession(db: Db, a: PinnedCreateArgs): Promise<
       UPDATE tenants SET live_sessions = live_sessions + 1 WHERE id = ${rec.tenantId} AND live_sessions < ${a.quota} RETURNING 1`)
     if (quota === null) return rollback('tier-session-limit')
     // Bound to the tenant (and not held by another), or held by the tenant's live sessions and
-    // bound to nobody: checked on the rows locked, so a concurrent bind or release is seen.
-    const usable = await tx.oneFirst(sql.unsafe`
-      SELECT count(*)::int FROM (
+    // bound to nobody: checked on the rows locked (in number order), so a concurrent bind or
+    // release is seen, and held in the same statement when every one is usable.
+    const held = await tx.oneFirst(sql.unsafe`
+      WITH p AS (
         SELECT number, bound_tenant_id, tenant_id, live_sessions FROM proxy_numbers
-        WHERE number = ANY(${sql.array(numbers, 'text')}) ORDER BY number FOR NO KEY UPDATE) p
-      WHERE (p.bound_tenant_id = ${rec.tenantId} AND (p.tenant_id IS NULL OR p.tenant_id = ${rec.tenantId}))
-         OR (p.bound_tenant_id IS NULL AND p.tenant_id = ${rec.tenantId} AND p.live_sessions > 0)`)
-    if (usable !== numbers.length) return rollback('proxy-unavailable')
-    await tx.query(sql.unsafe`
-      UPDATE proxy_numbers SET tenant_id = ${rec.tenantId}, last_tenant_id = ${rec.tenantId}, live_sessions = live_sessions + 1, released_at = NULL
-      WHERE number = ANY(${sql.array(numbers, 'text')})`)
-    await tx.query(sql.unsafe`
-      INSERT INTO sessions (id, tenant_id, proxy_number, customer_proxy_number, state, direction_mode, metadata, grace_period_minutes,
-                            max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
-                            agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version,
-                            channels, inactivity_timeout_minutes)
-      VALUES (${rec.id}, ${rec.tenantId}, ${agentProxy}, ${rec.customerProxyNumber ?? null}, ${rec.state}, ${rec.directionMode},
-              ${sql.jsonb(a.metadata as SerializableValue)}, ${rec.gracePeriodMinutes}, ${rec.maxDurationMinutes}, ${rec.recordingEnabled},
-              ${rec.consentPrompt}, ${sql.binary(a.agentEnc)}, ${sql.binary(a.customerEnc)}, ${a.agentHash}, ${a.customerHash},
-              ${ts(rec.expiresAt)}, ${ts(rec.createdAt)}, ${ts(rec.activatedAt)}, ${tsOrNull(rec.endedAt)}, ${tsOrNull(rec.expiredAt)},
-              ${rec.version}, ${rec.channels ?? ALL_CHANNELS}, ${rec.inactivityTimeoutMinutes ?? null})`)
-    const parts = await tx.oneFirst(sql.unsafe`
-      WITH ins AS (
-        INSERT INTO session_participants (proxy_number, party_hash, session_id)
-        VALUES (${agentProxy}, ${a.agentHash}, ${rec.id}), (${customerProxy}, ${a.customerHash}, ${rec.id})
-        ON CONFLICT DO NOTHING RETURNING 1)
-      SELECT count(*)::int FROM ins`)
-    if (parts !== 2) return rollback('proxy-in-use')
-    await insertOutbox(tx, a.events, rec.id)
+        WHERE number = ANY(${sql.array(numbers, 'text')}) ORDER BY number FOR NO KEY UPDATE),
+      usable AS (
+        SELECT count(*) FILTER (WHERE (p.bound_tenant_id = ${rec.tenantId} AND (p.tenant_id IS NULL OR p.tenant_id = ${rec.tenantId}))
+           OR (p.bound_tenant_id IS NULL AND p.tenant_id = ${rec.tenantId} AND p.live_sessions > 0)) = ${numbers.length} AS ok FROM p),
+      hold AS (
+        UPDATE proxy_numbers n SET tenant_id = ${rec.tenantId}, last_tenant_id = ${rec.tenantId}, live_sessions = n.live_sessions + 1, released_at = NULL
+        FROM usable WHERE usable.ok AND n.number = ANY(${sql.array(numbers, 'text')}) RETURNING 1)
+      SELECT count(*)::int FROM hold`)
+    if (held !== numbers.length) return rollback('proxy-unavailable')
     // As a native create: session_created, and the day's number_rental of each number it holds.
-    await recordUsage(tx, [
+    const usage: UsageInput[] = [
       { tenantId: rec.tenantId, metric: 'session_created', quantity: 1, at: rec.createdAt, sessionId: rec.id },
       ...numbers.map(n => ({
         tenantId: rec.tenantId, metric: 'number_rental' as const, quantity: 1, at: rec.createdAt,
         dedupeKey: numberRentalKey(rec.tenantId, n, rec.createdAt), metadata: { proxyNumber: n },
       })),
-    ])
+    ]
+    const rows = usageRows(usage)
+    // The session, its participants, its events and its usage in one statement.
+    const { parts, ...outcome } = await tx.one(sql.unsafe`
+      WITH s AS (
+        INSERT INTO sessions (id, tenant_id, proxy_number, customer_proxy_number, state, direction_mode, metadata, grace_period_minutes,
+                              max_duration_minutes, recording_enabled, consent_prompt, agent_phone_enc, customer_phone_enc,
+                              agent_hash, customer_hash, expires_at, created_at, activated_at, ended_at, expired_at, version,
+                              channels, inactivity_timeout_minutes)
+        VALUES (${rec.id}, ${rec.tenantId}, ${agentProxy}, ${rec.customerProxyNumber ?? null}, ${rec.state}, ${rec.directionMode},
+                ${sql.jsonb(a.metadata as SerializableValue)}, ${rec.gracePeriodMinutes}, ${rec.maxDurationMinutes}, ${rec.recordingEnabled},
+                ${rec.consentPrompt}, ${sql.binary(a.agentEnc)}, ${sql.binary(a.customerEnc)}, ${a.agentHash}, ${a.customerHash},
+                ${ts(rec.expiresAt)}, ${ts(rec.createdAt)}, ${ts(rec.activatedAt)}, ${tsOrNull(rec.endedAt)}, ${tsOrNull(rec.expiredAt)},
+                ${rec.version}, ${rec.channels ?? ALL_CHANNELS}, ${rec.inactivityTimeoutMinutes ?? null})
+        RETURNING id),
+      ins AS (
+        INSERT INTO session_participants (proxy_number, party_hash, session_id)
+        SELECT v.proxy_number, v.party_hash, s.id FROM s, (VALUES (${agentProxy}::text, ${a.agentHash}::text), (${customerProxy}::text, ${a.customerHash}::text)) v (proxy_number, party_hash)
+        ON CONFLICT DO NOTHING RETURNING 1)
+      ${a.events.length > 0 ? sql.fragment`, events AS (${outboxInsert(a.events, rec.id)})` : sql.fragment``},
+      ${usageCtes(rows)}
+      SELECT (SELECT count(*)::int FROM ins) AS parts, ${usageOutcome}`) as unknown as UsageOutcome & { parts: number }
+    if (parts !== 2) return rollback('proxy-in-use')
+    await finishUsage(tx, usage, rows, outcome)
+    await a.within?.(tx)
     return 'ok'
   })))
 }

@@ -67,13 +67,6 @@ export async function deleteInteraction(db: Db, sessionId: string, id: string): 
   })
 }
 
-/** The native session opened for a façade session, with its agent (first) and customer participants. */
-export async function linkNativeSession(db: Db, l: { nativeId: string; sessionId: string; agentId: string; customerId: string }): Promise<void> {
-  await guard(() => db.query(sql.unsafe`
-    INSERT INTO twilio_native_sessions (native_id, session_id, agent_participant_id, customer_participant_id)
-    VALUES (${l.nativeId}, ${l.sessionId}, ${l.agentId}, ${l.customerId}) ON CONFLICT DO NOTHING`))
-}
-
 /**
  * Calls and SMS of the native sessions count as interactions of the open façade sessions `where`
  * selects: date_last_interaction follows the newest, `open` becomes `in-progress`, and a Ttl

@@ -15,24 +15,10 @@ export interface SessionRow {
   created_at: number; updated_at: number
 }
 
-const SESSION_COLUMNS = sql.fragment`id, service_id, tenant_id, unique_name, status, mode, ttl, date_expiry, expires_at, date_started,
+export const SESSION_COLUMNS = sql.fragment`id, service_id, tenant_id, unique_name, status, mode, ttl, date_expiry, expires_at, date_started,
   date_ended, date_last_interaction, closed_reason, native_session_id, created_at, updated_at`
 
 export type NewSession = Omit<SessionRow, 'updated_at' | 'native_session_id' | 'date_ended' | 'date_last_interaction' | 'closed_reason'>
-
-/** 'conflict': the UniqueName is taken in the Service. */
-export async function insertSession(db: Db, s: NewSession): Promise<SessionRow | 'conflict'> {
-  try {
-    return await guard(async () => await db.one(sql.unsafe`
-      INSERT INTO twilio_sessions (id, service_id, tenant_id, unique_name, status, mode, ttl, date_expiry, expires_at, date_started, created_at, updated_at)
-      VALUES (${s.id}, ${s.service_id}, ${s.tenant_id}, ${s.unique_name}, ${s.status}, ${s.mode}, ${s.ttl}, ${tsOrNull(s.date_expiry)},
-        ${tsOrNull(s.expires_at)}, ${tsOrNull(s.date_started)}, ${ts(s.created_at)}, ${ts(s.created_at)})
-      RETURNING ${SESSION_COLUMNS}`) as SessionRow)
-  } catch (err) {
-    if (err instanceof StoreError && err.slug === 'conflict') return 'conflict'
-    throw err
-  }
-}
 
 export async function getSession(db: Db, serviceId: string, by: { id: string } | { uniqueName: string }): Promise<SessionRow | null> {
   const where = 'id' in by ? sql.fragment`id = ${by.id}` : sql.fragment`unique_name = ${by.uniqueName}`
@@ -77,18 +63,17 @@ export async function deleteSession(db: Db, id: string): Promise<void> {
   await guard(() => db.query(sql.unsafe`DELETE FROM twilio_sessions WHERE id = ${id}`))
 }
 
-/** Closes the sessions (of one tenant, or all) whose expiry has passed; the closed rows. */
+/** Closes the sessions (of one tenant, or all) whose expiry has passed, their participants with them (one statement); the closed rows. */
 export async function closeDueSessions(db: Db, tenantId: string | null, now: number): Promise<SessionRow[]> {
   const tenant = tenantId === null ? sql.fragment`` : sql.fragment`tenant_id = ${tenantId} AND`
-  return guard(() => db.transaction(async tx => {
-    const rows = [...await tx.any(sql.unsafe`
+  return guard(async () => [...await db.any(sql.unsafe`
+    WITH closed AS (
       UPDATE twilio_sessions SET status = 'closed', date_ended = expires_at, updated_at = ${ts(now)},
         closed_reason = CASE WHEN date_expiry IS NOT NULL AND expires_at = date_expiry THEN 'date_expiry' WHEN ttl > 0 THEN 'ttl' ELSE 'max_duration' END
       WHERE ${tenant} status IN ('open','in-progress') AND expires_at IS NOT NULL AND expires_at <= ${ts(now)}
-      RETURNING ${SESSION_COLUMNS}`)] as SessionRow[]
-    if (rows.length) await tx.query(sql.unsafe`UPDATE twilio_participants SET active = false WHERE session_id = ANY(${sql.array(rows.map(r => r.id), 'uuid')}) AND active`)
-    return rows
-  }))
+      RETURNING ${SESSION_COLUMNS}),
+    parts AS (UPDATE twilio_participants SET active = false WHERE session_id IN (SELECT id FROM closed) AND active)
+    SELECT * FROM closed`)] as SessionRow[])
 }
 
 export async function openSessionsOfService(db: Db, serviceId: string): Promise<SessionRow[]> {
@@ -138,15 +123,4 @@ export async function softDeleteParticipant(db: Db, id: string, now: number): Pr
 
 export async function deleteParticipant(db: Db, id: string): Promise<void> {
   await guard(() => db.query(sql.unsafe`DELETE FROM twilio_participants WHERE id = ${id}`))
-}
-
-/** Proxy numbers on which the identifier is active (any session). */
-export async function activeNumbersOf(db: Db, identifierHash: string): Promise<string[]> {
-  return guard(async () => [...await db.anyFirst(sql.unsafe`SELECT proxy_number FROM twilio_participants WHERE identifier_hash = ${identifierHash} AND active`)] as string[])
-}
-
-/** The proxy number the identifier had most recently in this Service (sticky selection), or null. */
-export async function lastNumberOf(db: Db, serviceId: string, identifierHash: string): Promise<string | null> {
-  return guard(async () => await db.maybeOneFirst(sql.unsafe`
-    SELECT proxy_number FROM twilio_participants WHERE service_id = ${serviceId} AND identifier_hash = ${identifierHash} ORDER BY created_at DESC LIMIT 1`) as string | null)
 }

@@ -9,6 +9,7 @@ import { bindNumber, unbindNumber, type BindResult, type UnbindResult } from '..
 import { createPinnedSession } from '../../sql/pinned-create.js'
 import { loadNumberBindings } from '../../sql/number-pool.js'
 import { isUuid } from '../../sql/cursor.js'
+import type { Db } from '../../sql/transaction.js'
 import { ApiProblem } from '../route.js'
 import { E164_PATTERN } from '../schemas/common.js'
 import { envelopesOf, type RunnerDeps } from './session-runner.js'
@@ -29,6 +30,8 @@ export interface PinnedCreateInput {
   metadata?: Record<string, unknown>
   /** The session id (a UUID), when the caller wants to know it up front; minted otherwise. */
   id?: string
+  /** The caller's own writes, in the create's transaction (sql/pinned-create.ts). */
+  within?: (tx: Db) => Promise<void>
 }
 
 /**
@@ -83,6 +86,7 @@ export async function createPinned(d: RunnerDeps, tenantId: string, body: Pinned
     customerEnc: d.cipher.encrypt(input.customerPhone),
     quota: tenant.concurrentSessions,
     events: envelopes,
+    within: body.within,
   })
   if (res !== 'ok') throw new ApiProblem(res)
   try { d.engine.commit(plan) } catch { d.engine.load(plan.next) }

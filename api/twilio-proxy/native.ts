@@ -4,6 +4,7 @@
 // deleting or expiring the façade session ends it. A Service's numbers are bound to the tenant:
 // native allocation never hands them out.
 import type { E164 } from '../../engine/types.js'
+import type { Db } from '../../sql/transaction.js'
 import { ApiProblem } from '../route.js'
 import { rule, TwilioError } from './errors.js'
 
@@ -14,6 +15,10 @@ export interface PinnedSessionRequest {
   customer: PinnedParty
   channels: ('voice' | 'sms')[]
   maxDurationMinutes: number
+  /** The native session's id, minted by the caller. */
+  id: string
+  /** The caller's writes (the link to its façade session), in the native create's transaction. */
+  within: (tx: Db) => Promise<void>
 }
 
 export interface PinnedSessions {
@@ -30,6 +35,7 @@ export interface PinnedEngine {
   createPinned(tenantId: string, body: {
     agentPhone: string; customerPhone: string; agentProxy: string; customerProxy: string; channels?: readonly ('voice' | 'sms')[]
     maxDurationMinutes?: number; inactivityTimeoutMinutes?: number | null; gracePeriodMinutes?: number
+    id?: string; within?: (tx: Db) => Promise<void>
   }): Promise<{ id: string }>
   end(tenantId: string, id: string): Promise<unknown>
   /** Expires what is due now: with no grace period, an ended session releases its numbers at once. */
@@ -45,7 +51,7 @@ export function enginePinnedSessions(e: PinnedEngine): PinnedSessions {
         const rec = await e.createPinned(tenantId, {
           agentPhone: r.agent.phone, customerPhone: r.customer.phone, agentProxy: r.agent.proxy, customerProxy: r.customer.proxy,
           channels: r.channels, maxDurationMinutes: r.maxDurationMinutes, inactivityTimeoutMinutes: null,
-          gracePeriodMinutes: 0,
+          gracePeriodMinutes: 0, id: r.id, within: r.within,
         })
         return rec.id
       } catch (err) {

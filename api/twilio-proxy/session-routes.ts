@@ -2,7 +2,7 @@
 // update (Ttl, DateExpiry, Status closed / in-progress to re-open), delete.
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import {
-  deleteSession, getSession, insertSession, listSessions, patchSession, sessionParticipants, type SessionMode, type SessionRow,
+  deleteSession, getSession, listSessions, patchSession, sessionParticipants, type SessionMode, type SessionRow,
 } from '../../sql/twilio-proxy-sessions.js'
 import type { ServiceRow } from '../../sql/twilio-proxy.js'
 import type { Ctx } from './context.js'
@@ -11,7 +11,8 @@ import { closeDue, endNative, expiryOf, isOpen, MAX_DURATION_MINUTES } from './l
 import { sql } from 'slonik'
 import { refreshActivity } from '../../sql/twilio-proxy-interactions.js'
 import { listBody, pageRequest } from './paging.js'
-import { addParticipant, identifierOf, openNativeFor, participantsParam } from './participants.js'
+import { identifierOf, openNativeFor, participantsParam } from './participants.js'
+import { createSession } from './session-create.js'
 import { sessionJson } from './serialize.js'
 import { serviceOf } from './service-routes.js'
 import { uuidOf } from './sid.js'
@@ -40,7 +41,6 @@ export async function sessionOf(c: Ctx, byName = false): Promise<{ service: Serv
   return { service, session }
 }
 
-const nameTaken = () => rule(80603, 'Session with this UniqueName already exists in the Service', 409)
 const closedError = () => rule(80607, 'Session is closed and cannot be updated')
 
 export const sessionRoutes: Table = [
@@ -60,19 +60,11 @@ export const sessionRoutes: Table = [
       const participants = participantsParam(p.all('Participants'))
       if (participants.length > 2) throw rule(80609, 'A session has at most 2 participants')
       const base = { ttl, date_expiry: dateExpiry, date_started: c.now, date_last_interaction: null }
-      const row = await insertSession(c.services.db, {
+      const row = await createSession(c, service, {
         id: uuidv7(c.now), service_id: service.id, tenant_id: c.auth.tenantId, unique_name: uniqueName ?? null, status, mode,
         ...base, expires_at: expiryOf(base, c.now), created_at: c.now,
-      })
-      if (row === 'conflict') throw nameTaken()
-      try {
-        for (const part of participants) await addParticipant(c, service, row, part)
-      } catch (err) {
-        await dropSession(c, row.id) // a session whose participants were refused is not created
-        throw err
-      }
-      const fresh = await getSession(c.services.db, service.id, { id: row.id })
-      return { status: 201, body: sessionJson(c.base, c.auth.accountSid, fresh!) }
+      }, participants)
+      return { status: 201, body: sessionJson(c.base, c.auth.accountSid, row) }
     },
     async GET(c) {
       const service = await serviceOf(c, c.segs[1]!)

@@ -90,6 +90,28 @@ t.test('sessions', async t => {
     }
   })
 
+  t.test('concurrent session creates with Participants: the pair index decides, the loser leaves nothing', async t => {
+    const one = await client.proxy.v1.services.create({ uniqueName: 'one number, creates' })
+    const svc1 = client.proxy.v1.services(one.sid)
+    await svc1.phoneNumbers.create({ phoneNumber: poolNumber(8) })
+    for (let round = 0; round < 3; round++) {
+      const X = `+1415555017${round}`
+      const out = await Promise.allSettled(['a', 'b'].map(k => svc1.sessions.create({ uniqueName: `race ${round} ${k}`, participants: [{ Identifier: X }] })))
+      const won = out.filter(o => o.status === 'fulfilled')
+      t.equal(won.length, 1, `round ${round}: one create wins`)
+      const lost = out.find(o => o.status === 'rejected') as PromiseRejectedResult
+      t.match(lost.reason, { code: /^(80208|80623)$/ }, 'the other is refused, never a shared pair')
+      t.equal((await svc1.sessions.list()).length, 1, 'the refused create left no session')
+      await svc1.sessions((won[0] as PromiseFulfilledResult<{ sid: string }>).value.sid).remove()
+    }
+    // A refused participant answers after a taken UniqueName, as when the session is written first.
+    const taken = await service.sessions.create({ uniqueName: 'taken' })
+    t.match(await restError(service.sessions.create({ uniqueName: 'taken', participants: [{ Identifier: '+15551' }] })), { status: 409, code: 80603 })
+    t.match(await restError(service.sessions.create({ uniqueName: 'twice', participants: [{ Identifier: A }, { Identifier: A }] })), { status: 400, code: 80103 })
+    t.match(await restError(service.sessions('twice').fetch()), { code: 80308 }, 'nothing of it is left')
+    await service.sessions(taken.sid).remove()
+  })
+
   t.test('lifecycle: close, updates of a closed session, re-open, 80604, 80608', async t => {
     const s = await service.sessions.create({ uniqueName: 'life', participants: [{ Identifier: A, ProxyIdentifier: poolNumber(1) }] })
     t.match(await restError(service.sessions(s.sid).update({ status: 'failed' })), { status: 400, code: 80608 })
