@@ -9,7 +9,7 @@
 // Tenants are ENTERPRISE and requests are spread over them so the per-tenant rate limit is not what
 // is measured. The load runs in a worker thread, off the service's event loop.
 //   node --import tsx bench/twilio-proxy.bench.ts [--tenants 16] [--creates 3000] [--calls 20000] [--concurrency 16]
-// Embedded PGlite unless DATABASE_URL is set.
+// Embedded PGlite unless DATABASE_URL is set (then JWT_SECRET and PHONE_KEY too, as for any service on Postgres).
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
