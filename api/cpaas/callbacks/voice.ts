@@ -26,14 +26,24 @@ export function voice(ctx: CallbackContext, req: ApiRequest): ApiReply | Promise
   if (!callSid || !from || !to) return BAD_VOICE
   const now = d.now()
   const dec = d.engine.route(to, from, now)
-  d.countCallback?.('voice', OUTCOME[dec.kind])
-  // A Twilio Proxy Service's intercept callback may block the call (api/twilio-proxy/intercept.ts).
+  // A Twilio Proxy Service's out-of-session callback may answer a caller with no session, or
+  // create one, which is then routed once more as any other (api/twilio-proxy/out-of-session.ts).
+  const oos = dec.kind === 'no-session' ? d.outOfSession?.check({ channel: 'voice', from, to, providerId: callSid, now }) : undefined
+  if (oos) {
+    return oos.then(r => {
+      if (r.kind !== 'twiml') return route(ctx, r.kind === 'created' ? d.engine.route(to, from, now) : dec, callSid, from, to, now)
+      d.countCallback?.('voice', OUTCOME[dec.kind])
+      return { status: 200, body: r.body, contentType: XML }
+    })
+  }
+  return route(ctx, dec, callSid, from, to, now)
+}
+
+/** A routing decision answered, once a Twilio Proxy Service's intercept callback (if any) let it through. */
+function route(ctx: CallbackContext, dec: RouteDecision, callSid: string, from: string, to: string, now: number): ApiReply | Promise<ApiReply> {
+  ctx.d.countCallback?.('voice', OUTCOME[dec.kind])
   const held = dec.kind === 'connect' && !ctx.calls.get(callSid) ? intercepted(ctx, dec, callSid, now) : undefined
   if (held) return held.then(id => id !== null ? answer(ctx, dec, callSid, from, to, now, id) : { status: 200, body: rejectTexml('rejected'), contentType: XML })
-  // Or its out-of-session callback answer for a caller with no session (api/twilio-proxy/out-of-session.ts).
-  const oos = dec.kind === 'no-session' ? d.outOfSession?.check({ channel: 'voice', from, to, providerId: callSid, now }) : undefined
-  // A session it created is routed as any other (its intercept callback included).
-  if (oos) return oos.then(r => r.kind === 'twiml' ? { status: 200, body: r.body, contentType: XML } : r.kind === 'created' ? voice(ctx, req) : answer(ctx, dec, callSid, from, to, now))
   return answer(ctx, dec, callSid, from, to, now)
 }
 
