@@ -7,9 +7,16 @@
 // connections reconnect by themselves, and errors are reported at most once a second per kind.
 // Messages of the outage are lost on the bus (Postgres keeps them): the bus reports every place
 // where it may have missed some (onGap) and the node reconciles with Postgres (api/app/reconcile.ts).
+// One such place is a peer's death: a node SIGKILLed between a commit and the publish of its
+// changes and events never announces them. Every node therefore says it is alive on the stream at
+// least every HEARTBEAT_MS and says goodbye when it stops; a reader that has read everything up to
+// PEER_LOST_MS past a peer's last entry, with no goodbye, reports a 'peer-lost' gap from there.
 import type { Redis as RedisClient } from 'ioredis'
 import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'
 import type { OptOutMessage } from '../api/cpaas/sms/opt-out.js'
+
+/** Why the bus may have lost messages: Redis reconnected, the stream was trimmed past this reader, a peer died. */
+export type GapReason = 'reconnect' | 'trimmed' | 'peer-lost'
 
 export type BusMessage =
   | { kind: 'session'; id: string; version: number }
@@ -37,7 +44,7 @@ export interface Bus {
    * events to WebSocket clients starts there, gateway/replay.ts). Reported before any entry read
    * after the gap is handed on, so a handler can hold those back behind what it replays.
    */
-  onGap(handler: (reason: 'reconnect' | 'trimmed', heardUntil: number) => void): void
+  onGap(handler: (reason: GapReason, heardUntil: number) => void): void
   ping(): Promise<'ok' | 'down'>
   close(): Promise<void>
 }
@@ -75,6 +82,17 @@ const READ_COUNT = 500
 /** Reconnect attempts at most this far apart, so the bus resumes soon after Redis returns. */
 const RECONNECT_MAX_MS = 1_000
 const REPORT_EVERY_MS = 1_000
+/** A node with nothing to publish for this long says it is alive. */
+export const HEARTBEAT_MS = 1_000
+/**
+ * A peer silent this long (measured against what this reader has read everything up to, so a
+ * reader's own stall or outage never condemns its peers) is taken for dead. Well above a heartbeat:
+ * a peer's event loop stalled for a few seconds costs a needless replay read, nothing else.
+ */
+export const PEER_LOST_MS = 5_000
+// Bus-internal bodies, never handed to the handlers.
+const ALIVE = '{"kind":"alive"}'
+const BYE = '{"kind":"bye"}'
 
 /** Stream ids ("ms-seq") in order: negative when a < b. */
 export function compareStreamIds(a: string, b: string): number {
@@ -83,7 +101,8 @@ export function compareStreamIds(a: string, b: string): number {
   return am !== bm ? am - bm : as - bs
 }
 
-export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; nodeId: string; onError: (code: string) => void; stream: string; maxLen?: number }): Bus {
+export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; nodeId: string; onError: (code: string) => void; stream: string; maxLen?: number; peerLostMs?: number }): Bus {
+  const peerLostMs = opts.peerLostMs ?? PEER_LOST_MS
   const stream = opts.stream
   const maxLen = String(opts.maxLen ?? MAXLEN)
   const retryStrategy = (n: number) => Math.min(n * 100, RECONNECT_MAX_MS)
@@ -102,11 +121,21 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
   pub.on('error', () => onError('redis-pub'))
   sub.on('error', () => onError('redis-sub'))
   const handlers: Array<(m: BusMessage) => void> = []
-  const gapHandlers: Array<(reason: 'reconnect' | 'trimmed', heardUntil: number) => void> = []
+  const gapHandlers: Array<(reason: GapReason, heardUntil: number) => void> = []
   let heardUntil = Date.now()
-  const gap = (reason: 'reconnect' | 'trimmed') => {
+  const gap = (reason: GapReason, from = heardUntil) => {
     for (const h of gapHandlers) {
-      try { h(reason, heardUntil) } catch { onError('bus-gap-handler') }
+      try { h(reason, from) } catch { onError('bus-gap-handler') }
+    }
+  }
+  /** Per peer node, when this reader last read an entry of it (this node's clock). */
+  const peers = new Map<string, number>()
+  /** Peers silent past PEER_LOST_MS before what was read completely: each a 'peer-lost' gap from its last entry. */
+  function checkPeers(): void {
+    for (const [node, at] of peers) {
+      if (heardUntil - at < peerLostMs) continue
+      peers.delete(node) // its next entry, if it was only stalled, enrols it again
+      gap('peer-lost', at)
     }
   }
   // The first 'ready' is the boot's (the reconciler starts from the boot load on its own); every
@@ -121,12 +150,14 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
   let pending: string[] = []
   let scheduled = false
   let lastFlush: Promise<unknown> = Promise.resolve()
+  let lastPublish = 0
 
   function flush() {
     scheduled = false
     if (!pending.length) return
     const batch = pending
     pending = []
+    lastPublish = performance.now()
     const p = pub.pipeline()
     for (const body of batch) p.xadd(stream, 'MAXLEN', '~', maxLen, '*', 'n', opts.nodeId, 'm', body)
     lastFlush = p.exec().catch(() => onError('redis-publish'))
@@ -163,6 +194,8 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
         if (reconnected) {
           reconnected = false
           gap('reconnect') // before reading on: what arrives from now on is read, the rest is reloaded
+          // Peers' silence across this reader's own outage says nothing: they are judged from now.
+          for (const node of peers.keys()) peers.set(node, Date.now())
           last = await resumeFrom(last, true)
         } else if (stalled) {
           last = await resumeFrom(last, false)
@@ -179,17 +212,22 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
           if (oldest !== undefined && compareStreamIds(oldest, last) > 0) gap('trimmed')
         }
         if (!full) heardUntil = readAt // a read that returned all there was: nothing before it is missed
-        if (!res) continue
-        for (const [, entries] of res) {
+        const readTo = Date.now()
+        for (const [, entries] of res ?? []) {
           for (const [id, fields] of entries) {
             last = id
             const node = fields[1]
-            if (node === opts.nodeId) continue
+            if (node === opts.nodeId || node === undefined) continue
+            const body = fields[3] ?? ''
+            if (body === BYE) { peers.delete(node); continue }
+            peers.set(node, readTo)
+            if (body === ALIVE) continue
             let msg: BusMessage
-            try { msg = JSON.parse(fields[3] ?? '') } catch { continue }
+            try { msg = JSON.parse(body) } catch { continue }
             for (const h of handlers) h(msg)
           }
         }
+        checkPeers()
       } catch {
         if (closed) return
         onError('redis-read')
@@ -198,6 +236,12 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
     }
   }
   void readLoop()
+  const heartbeat = setInterval(() => {
+    if (performance.now() - lastPublish < HEARTBEAT_MS || pub.status !== 'ready') return
+    pending.push(ALIVE)
+    flush()
+  }, HEARTBEAT_MS / 2)
+  heartbeat.unref()
 
   return {
     kind: 'redis',
@@ -219,7 +263,9 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
     },
     async close() {
       closed = true
-      if (pending.length) flush()
+      clearInterval(heartbeat)
+      pending.push(BYE) // after everything this node published: its peers replay nothing for it
+      flush()
       sub.disconnect()
       if (pub.status === 'ready') await pub.quit().catch(() => pub.disconnect())
       else pub.disconnect()

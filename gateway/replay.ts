@@ -3,8 +3,10 @@
 // while it was paused past the stream's trim, never arrives. Every event is in the outbox (written
 // in the transaction of its change, sql/outbox.ts), so when the bus reports a gap this node reads
 // the outbox from where it last heard the bus, less a margin, and delivers what it has not.
+// - Which gaps: Redis reconnected, the stream was trimmed past this node, or a peer was lost (killed
+//   between a commit and its publish: gateway/bus.ts, PEER_LOST_MS), whose events come late.
 // - Where from: `heardUntil` (gateway/bus.ts: the start of the last read that returned all the
-//   stream held) less SKEW_MS. Event ids are UUIDv7 minted from the clock of the node that made
+//   stream held; for a lost peer, its last entry) less SKEW_MS, never before this node started. Event ids are UUIDv7 minted from the clock of the node that made
 //   the event, and a publish lands on the stream a little after its id was minted: an event of
 //   another node whose id is up to SKEW_MS older than this node's clock says is still replayed.
 // - Exactly once: every event delivered here (this node's own, the bus's, the replay's) is
@@ -31,6 +33,7 @@ import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'
 import { Recent } from '../engine/recent.js'
 import { floorId, outboxEventsAfter } from '../sql/outbox.js'
 import type { Db } from '../sql/transaction.js'
+import type { GapReason } from './bus.js'
 
 /** Margin below `heardUntil` (clock skew between nodes, publish latency). */
 export const SKEW_MS = 5_000
@@ -66,6 +69,10 @@ export function createReplayer(d: ReplayDeps) {
   const skewMs = d.skewMs ?? SKEW_MS
   const maxWindowMs = d.maxWindowMs ?? MAX_WINDOW_MS
   const trailingMs = d.trailingMs ?? TRAILING_MS
+  // What was published before this node listened is not its to replay: its clients got those
+  // events elsewhere or from a resume's pages, and `delivered` cannot tell (a lost peer's gap, from
+  // its last entry less the skew, reaches back before a node that started a moment ago).
+  const startedAt = now()
   // Kept at least as long as a replay can reach back (its window and the skew): engine/recent.ts.
   const delivered = new Recent<true>(REMEMBER, { maxAgeMs: 2 * (maxWindowMs + skewMs), now })
   /** Live events held while a replay runs (null: none runs). */
@@ -94,8 +101,8 @@ export function createReplayer(d: ReplayDeps) {
   /** One read of the outbox from `fromMs` (less the margin) to its end. */
   async function replayOnce(fromMs: number): Promise<void> {
     const t0 = performance.now()
-    const floor = Math.max(fromMs - skewMs, now() - maxWindowMs)
-    if (fromMs - skewMs < floor) d.log.warn({ code: 'replay-window', lostMs: Math.round(floor - (fromMs - skewMs)) }, 'bus gap longer than the replay window: older events not replayed')
+    const floor = Math.max(fromMs - skewMs, now() - maxWindowMs, startedAt)
+    if (fromMs - skewMs < floor && floor !== startedAt) d.log.warn({ code: 'replay-window', lostMs: Math.round(floor - (fromMs - skewMs)) }, 'bus gap longer than the replay window: older events not replayed')
     let after = floorId(floor)
     let read = 0
     let sent = 0
@@ -163,7 +170,7 @@ export function createReplayer(d: ReplayDeps) {
       send(e)
     },
     /** The bus may have lost what was published after `heardUntil` (epoch ms). */
-    gap(reason: 'reconnect' | 'trimmed', heardUntil: number): void {
+    gap(reason: GapReason, heardUntil: number): void {
       if (closed) return
       pendingFrom = Math.min(pendingFrom ?? heardUntil, heardUntil)
       if (reason === 'reconnect') trailing = true

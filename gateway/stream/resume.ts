@@ -13,6 +13,11 @@
 // - A late event (released after its settle time) may have committed after the page covering its
 //   id was read. If the cursor is already past it when it comes, the socket is closed with the
 //   resync code; otherwise it is watched: the page that takes the cursor past it must hold it.
+// - Tail: a gap replay (gateway/replay.ts) re-sends late whatever this node never heard live; the
+//   case that meets a resume is a peer killed between its commit and its publish (gateway/bus.ts):
+//   its clients reconnect here at once, their pages may already hold the peer's unpublished events,
+//   and the replay of the lost peer comes PEER_LOST_MS later. The ids the pages sent within TAIL_MS
+//   before their bound go live with the socket, which skips them as late events for TAIL_MS.
 // - Pacing: a page is sent corked, then the next is read only once uWS has written the socket's
 //   buffer down below LOW_WATER (the drain callback), so a backlog of any size never holds more
 //   than a page and LOW_WATER in memory, and each page is a turn of the event loop of its own.
@@ -28,6 +33,12 @@ const PAGE = 500
 const LOW_WATER = 256 * 1024
 /** Live events held per socket while it replays. */
 export const MAX_PENDING = 10_000
+/**
+ * The tail of a replay remembered past the seam: a lost peer is replayed from its last entry less
+ * the replay's skew (5 s), PEER_LOST_MS (5 s) after it, so an event a page sent may come again late
+ * up to ~12 s after the page's bound; 15 s covers that with a margin.
+ */
+export const TAIL_MS = 15_000
 
 export interface ReplaySource {
   /** Whether the tenant's outbox holds the event `id`. */
@@ -42,8 +53,8 @@ export interface ResumeSocket {
   buffered(): number
   /** Closes the socket (RESYNC_CODE: the client reads the REST API, then connects without `after`). */
   end(code: number, reason: string, why: string): void
-  /** Subscribes to the live topics (after the seam). */
-  goLive(): void
+  /** Subscribes to the live topics (after the seam); `tail`: the ids the replay sent within TAIL_MS of its bound. */
+  goLive(tail: ReadonlySet<string>): void
   isClosed(): boolean
 }
 
@@ -77,6 +88,8 @@ export function createResume(ws: ResumeSocket, tenantId: string, after: string, 
   let pending: Pending[] = []
   /** Late events above the cursor when they came: the page that passes them must hold them. */
   let watch: string[] = []
+  /** Ids sent by the pages within TAIL_MS of the newest page's bound, in id order. */
+  let tail: string[] = []
   let wake: (() => void) | null = null
   let done = false
   const typeSet = types ? new Set<string>(types) : null
@@ -106,9 +119,14 @@ export function createResume(ws: ResumeSocket, tenantId: string, after: string, 
         if (!(await d.source.exists(tenantId, after))) return stop('unknown event id')
         for (;;) {
           if (done || ws.isClosed()) return
-          const rows = await d.source.page({ tenantId, afterId: cursor, beforeId: floorId(d.now() - d.settleMs), types, limit: PAGE })
+          const bound = d.now() - d.settleMs
+          const rows = await d.source.page({ tenantId, afterId: cursor, beforeId: floorId(bound), types, limit: PAGE })
           if (done || ws.isClosed()) return
           if (rows.length) {
+            for (const r of rows) if (idTime(r.id) >= bound - TAIL_MS) tail.push(r.id)
+            let old = 0
+            while (old < tail.length && idTime(tail[old]!) < bound - TAIL_MS) old++
+            if (old) tail = tail.slice(old)
             const ids = watch.length ? new Set(rows.map(r => r.id)) : null
             ws.sendAll(rows.map(r => r.json))
             replayed += rows.length
@@ -129,7 +147,8 @@ export function createResume(ws: ResumeSocket, tenantId: string, after: string, 
         done = true
         if (ws.isClosed()) return
         ws.sendAll(rest.map(p => p.json))
-        ws.goLive()
+        ws.goLive(new Set(tail))
+        tail = []
       } catch (err) {
         d.onError(err)
         // Postgres away: the same cursor will do once it is back (1011, the client reconnects).

@@ -16,7 +16,7 @@ import { extractToken, type StreamPrincipal } from './auth.js'
 import { deferredUpgrades } from './deferred-upgrades.js'
 import { UUID_RE } from '../../sql/vocabulary/ids.js'
 import { createSettler, idTime } from './settle.js'
-import { createResume, RESYNC_CODE, RESYNC_REASON, type ReplaySource, type Resume } from './resume.js'
+import { createResume, RESYNC_CODE, RESYNC_REASON, TAIL_MS, type ReplaySource, type Resume } from './resume.js'
 
 const STREAM_PATH = '/v1/stream'
 /** Every type the stream carries: the nine subscribable ones and session.target_swapped. */
@@ -36,6 +36,8 @@ interface SocketData {
   after: string | null
   types: EventType[] | null
   resume?: Resume
+  /** After a resume, for TAIL_MS: the ids its replay's last pages sent, skipped as late events (gateway/stream/resume.ts). */
+  replayTail?: ReadonlySet<string>
   closed?: boolean
   expMs: number | undefined
   expiryTimer?: NodeJS.Timeout
@@ -162,8 +164,17 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
     // A late event goes to the live sockets at once, behind ids they already have: closing them
     // would turn every bus gap (a Redis restart, replayed by gateway/replay.ts) into a resync of
     // every client. Their cursor is the largest id they processed; a client that left before the
-    // late event came is refused when it resumes past it (lateMarks, startResume).
-    publishEvent(app, e, json, sentUpTo)
+    // late event came is refused when it resumes past it (lateMarks, startResume). A socket whose
+    // resume sent it a moment ago (a lost peer's event, read from the outbox by both) is skipped.
+    if (late && [...mine].some(ws => ws.getUserData().replayTail?.has(e.id))) {
+      const topic = (d: SocketData) => (d.types ? typeTopic(tenantId, e.type) : tenantTopic(tenantId))
+      for (const ws of mine) {
+        const data = ws.getUserData()
+        if (!data.closed && !data.replayTail?.has(e.id) && ws.isSubscribed(topic(data))) ws.send(json, false)
+      }
+    } else {
+      publishEvent(app, e, json, sentUpTo)
+    }
     for (const ws of mine) {
       const r = ws.getUserData().resume
       if (r && (!r.types || r.types.has(e.type))) r.live(e, json, late)
@@ -188,9 +199,13 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
         if (code === RESYNC_CODE) return resync(ws, why)
         if (!data.closed) ws.end(code, reason)
       },
-      goLive() {
+      goLive(tail) {
         data.resume = undefined
         for (const topic of data.topics) ws.subscribe(topic)
+        if (tail.size) {
+          data.replayTail = tail
+          setTimeout(() => { data.replayTail = undefined }, TAIL_MS).unref()
+        }
       },
       isClosed: () => data.closed === true,
     }, data.tenantId, after, data.types, {

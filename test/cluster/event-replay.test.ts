@@ -8,15 +8,19 @@
 //   (documented in docs/scaling.md, not avoidable by the node that learns of it afterwards).
 // - Node 2 SIGSTOPped while node 1 writes past the stream's trim (BUS_MAXLEN=100), resumed: its
 //   client gets what it missed, exactly once, in order.
+// - A peer killed between a commit and its publish (it said it was alive, never goodbye): the node
+//   left replays from the peer's last entry and its client gets the event the peer never published.
 // - The replay's read is a range scan of the outbox's primary key (no index of its own).
 // Embedded mode (PGlite, in-process bus) is single-node by design: skipped there with the reason.
 import t, { type Test } from 'tap'
 import { sql, type DatabasePool } from 'slonik'
-import { busStream, childData, request, type ChildService } from '../support/child-service.js'
+import { busStream, childData, request, signupChild, type ChildService } from '../support/child-service.js'
 import { connectWs, type WsClient } from '../support/ws-client.js'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { phoneSource, voiceRoute } from '../durability/lib.js'
-import { EVENT_TYPES } from '../../sql/vocabulary/event-envelope.js'
+import { EVENT_TYPES, newEnvelope } from '../../sql/vocabulary/event-envelope.js'
+import { insertOutbox } from '../../sql/outbox.js'
+import { PEER_LOST_MS } from '../../gateway/bus.js'
 import { create, endSession, enterpriseTenant, privateRedis, redisOutageUnderLoad, sleep, startNode, swapTo, type Sess } from './lib.js'
 
 const embedded = process.env.MASKLINE_TEST_BACKEND === 'embedded' || !process.env.TEST_DATABASE_URL
@@ -198,4 +202,30 @@ t.test('node 2 paused past the stream\'s trim: its client gets what it missed, o
   t.ok(n2.lines.some(l => l.includes('bus gap') && l.includes('trimmed')), 'node 2 saw the trim gap')
   check(t, 'node 1\'s client', clients[0]!, want)
   check(t, 'node 2\'s client (paused)', clients[1]!, want)
+})
+
+t.test('a peer killed between its commit and its publish: its event still reaches the clients of the node left', { skip: singleNode }, async t => {
+  const redis = await privateRedis(t)
+  const data = await childData(t)
+  const node = await startNode(t, data, redis.url, { RECONCILE_MS: SLOW_SWEEP })
+  const acc = await signupChild(node.url)
+  const s = await create(node.url, acc.token, '+14155550101', '+14155550102')
+  if (typeof s === 'string') { t.fail(s); return }
+  const ws = await clientOn(t, node, acc.token)
+  const stream = await busStream(data)
+  const looker = redis.client()
+  // The peer as the node hears it: alive on the bus, then it commits an event and is killed before
+  // publishing it (no goodbye).
+  for (let i = 0; i < 3; i++) { await looker.xadd(stream, '*', 'n', 'peer-killed', 'm', '{"kind":"alive"}'); await sleep(300) }
+  const db = await data.open({ maximumPoolSize: 1 })
+  t.teardown(() => db.close())
+  const lost = newEnvelope('call.incoming', Date.now(), { sessionId: s.id, tenantId: acc.tenantId, proxyNumber: s.proxy, callId: '00000000-0000-7000-8000-00000000c0de', direction: 'inbound' })
+  await insertOutbox(db.pool, [lost])
+  const diedAt = Date.now()
+  for (const end = Date.now() + 15_000; !ws.messages.some(m => m.includes(lost.id)) && Date.now() < end;) await sleep(100)
+  t.ok(ws.messages.some(m => m.includes(lost.id)), `the client got it ${Date.now() - diedAt} ms after the peer died (PEER_LOST_MS ${PEER_LOST_MS})`)
+  const sawIt = () => node.lines.some(l => l.includes('bus gap') && l.includes('peer-lost'))
+  for (const end = Date.now() + 5_000; !sawIt() && Date.now() < end;) await sleep(100) // log lines are written in batches
+  t.ok(sawIt(), 'the node saw the peer lost')
+  t.equal(ws.messages.filter(m => m.includes(lost.id)).length, 1, 'once')
 })

@@ -113,3 +113,35 @@ t.test('a replay and the live events published while it runs meet once each, in 
   await sleep(300)
   t.same(ids(c), [...new Set(want)], 'every stored event after the cursor and the live ones, once each, in id order')
 })
+
+t.test('a late event a resume has just sent from the outbox is not sent to that socket again; the others get it', async t => {
+  // A peer killed between its commit and its publish (gateway/bus.ts): its client resumes here and
+  // the replay's pages hold the peer's event; PEER_LOST_MS later this node replays the lost peer and
+  // the same event comes late (gateway/stream/resume.ts, "Tail").
+  const a = uuidv7()
+  const now = Date.now()
+  const earlier = eventAt(a, now - 3_000, 1)
+  const unpublished = eventAt(a, now - 2_000, 2) // committed by the peer, never on the bus
+  const stored = [earlier, unpublished]
+  const source: ReplaySource = {
+    exists: async (tenantId, id) => tenantId === a && stored.some(e => e.id === id),
+    page: async q => stored.filter(e => e.id > q.afterId && e.id < q.beforeId).slice(0, q.limit).map(e => ({ id: e.id, json: JSON.stringify(e) })),
+  }
+  const s = await startApp(t, 100, source)
+  const stayed = await s.connect(a) // live all along: it never got the unpublished event
+  const resumed = await s.connect(a, `?after=${earlier.id}`)
+  await resumed.waitForMessages(1, 3_000)
+  t.same(ids(resumed), [unpublished.id], 'the resume sent it from the outbox')
+  await sleep(100) // live now
+  const next = eventAt(a, Date.now(), 3)
+  s.stream.publishEvent(next)
+  await resumed.waitForMessages(2, 3_000)
+  s.stream.publishEvent(unpublished) // the lost peer's replay: late
+  const last = eventAt(a, Date.now(), 4)
+  s.stream.publishEvent(last)
+  await resumed.waitForMessages(3, 3_000)
+  await stayed.waitForMessages(3, 3_000)
+  await sleep(100)
+  t.same(ids(resumed), [unpublished.id, next.id, last.id], 'the resumed socket: once')
+  t.same(ids(stayed).slice(0, 2), [next.id, unpublished.id], 'the socket live all along gets it, late')
+})
