@@ -11,11 +11,13 @@ export type BaselineId = (typeof BASELINE_IDS)[number]
  * (docs/scaling.md); it needs REDIS_URL and DATABASE_URL, and at the default million sessions it would
  * boot two more services of ~1 GB each and add minutes to a full run. login-flood: sign-in under
  * a login flood and a signup flood (bench/login-flood.bench.ts, its own service child). soak: two
- * nodes on a private Postgres and Redis for `--minutes` (bench/scenarios/soak.ts); not in --smoke
- * (it runs minutes).
+ * nodes on a private Postgres and Redis for `--minutes` (bench/scenarios/soak.ts); in --smoke for
+ * 2 minutes at half its mix (SMOKE_SOAK), where only lost work and 5xx outside the restarts fail it.
  */
 export const OPTIONAL_IDS = ['two-node', 'login-flood', 'soak'] as const
 export type OptionalId = (typeof OPTIONAL_IDS)[number]
+/** The soak of a smoke run (CI): both restarts and the no-loss checks, minutes and a half mix. */
+export const SMOKE_SOAK = { minutes: 2, rateScale: 0.5 }
 
 export type StepId = ScenarioId | BaselineId | OptionalId
 
@@ -78,7 +80,7 @@ export function parseArgs(argv: readonly string[]): Options {
   const only = value('--only')
   const steps = new Set<StepId>()
   const all: readonly string[] = [...SCENARIO_IDS, ...BASELINE_IDS, ...OPTIONAL_IDS]
-  const picked = only === undefined ? [...SCENARIO_IDS, ...(smoke ? OPTIONAL_IDS.filter(s => s !== 'soak') : [])] : only.split(',').map(s => s.trim()).filter(Boolean)
+  const picked = only === undefined ? [...SCENARIO_IDS, ...(smoke ? OPTIONAL_IDS : [])] : only.split(',').map(s => s.trim()).filter(Boolean)
   for (const p of picked) {
     if (!all.includes(p)) throw new UsageError(`--only: unknown step "${p}" (known: ${all.join(', ')})`)
     steps.add(p as StepId)
@@ -92,8 +94,8 @@ export function parseArgs(argv: readonly string[]): Options {
     unloadedDuration: smoke ? Math.min(1, duration) : Math.max(2, Math.min(5, duration / 2)),
     warmup: smoke ? 0 : Math.min(3, Math.max(1, duration / 5)),
     connections: Math.round(num('--connections', 32, 1)),
-    minutes: Math.round(num('--minutes', 30, 1)),
-    rateScale: num('--rate-scale', 1, 0.01),
+    minutes: Math.round(num('--minutes', smoke ? SMOKE_SOAK.minutes : 30, 1)),
+    rateScale: num('--rate-scale', smoke ? SMOKE_SOAK.rateScale : 1, 0.01),
     steps,
     command: ['npm run bench', ...(argv.length ? ['--', ...argv] : [])].join(' '),
   }

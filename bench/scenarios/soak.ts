@@ -150,8 +150,10 @@ export async function soakScenario(ctx: Ctx, minutes: number, scale: number): Pr
       minutes, started, table, windows, samples: load.samples, errors,
       lost: { calls: load.answeredCalls.length - calls, answeredCalls: load.answeredCalls.length, sms: load.answeredSms.length - sms, answeredSms: load.answeredSms.length, undelivered, events: events.length, unframed, streamed: owed },
     })
-    writeFileSync(join('bench', 'results', 'soak.md'), [`# Soak, ${minutes} min (${new Date(started).toISOString()})`, '', ...table.markdown, ''].join('\n'))
-    progress('soak: wrote bench/results/soak.md')
+    // A smoke's soak (CI) never overwrites the table of a recorded run.
+    const file = join('bench', 'results', ctx.opts.smoke ? 'soak-smoke.md' : 'soak.md')
+    writeFileSync(file, [`# Soak, ${minutes} min at ${scale} × the mix (${new Date(started).toISOString()})`, '', ...table.markdown, ''].join('\n'))
+    progress(`soak: wrote ${file}`)
     if (failed.length) throw new Error(`soak: ${failed.join('; ')}`)
   } finally {
     for (const fn of teardowns) await Promise.resolve().then(fn).catch(err => progress(`soak: teardown: ${(err as Error).message}`))
