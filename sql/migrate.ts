@@ -6,6 +6,10 @@
 //
 // Statements go through the normal slonik pool (extended protocol, one statement per query), so
 // files are split with a splitter that understands quotes, dollar quotes and comments.
+// Ours, not a migration tool: the maintained ones serialize runners with a session advisory lock
+// on a connection of their own (node-pg-migrate: pg_try_advisory_lock), which on the embedded
+// server's one shared PGlite session (sql/pglite-server.ts) excludes nobody; a transaction-scoped
+// lock per migration does, on both backends.
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -2,6 +2,8 @@
 import { randomFillSync } from 'node:crypto'
 
 // contract D2: every id is a UUIDv7 (RFC 9562), so ordering by id is chronological.
+// Ours, not the `uuid` package: its v7() cost 17-22 µs an id here against 0.7-0.9 µs for this one
+// (1,000,000 ids each, Node 20, uuid 14.0.3), and a routed call mints two.
 // A monotonic counter in rand_a keeps ids minted in the same millisecond in order.
 // Random bits come from a pool refilled 4 KiB at a time: one randomFillSync per id cost more
 // than the rest of the id (a syscall-backed call per 16 bytes; visible in the callback profile).

@@ -2,7 +2,9 @@
 // live session exactly once, each record exactly as getSessionRecord reads it (timestamps to the
 // millisecond, sub-millisecond and pre-2000 ones included), each with its view extras (contract D4:
 // metadata as jsonb text, callCount and lastCallAt from the call records and purged calls) at the same position, on both backends.
+import { Socket } from 'node:net'
 import t from 'tap'
+import pg from 'pg'
 import { sql } from 'slonik'
 import type { E164, SessionRecord } from '../../engine/types.js'
 import { bulkInsertSessions, getSessionRecord, loadLiveSessions, type BulkSessionRow } from '../../sql/sessions.js'
@@ -134,6 +136,28 @@ t.test('loadLiveSessions', async t => {
     t.equal(n, LIVE)
     t.notOk(overlap, 'never two batches at once')
     t.equal(seen.length, LIVE, 'all handed over before it resolved')
+  })
+
+  t.test('what the load reaches inside pg is still there (a pg upgrade that moves it fails here)', async t => {
+    // sql/session-load.ts pauses the COPY's socket while the engine takes a batch
+    // (`client.connection.stream`) and reads CopyData through a Submittable's handleCopyData.
+    const client = new pg.Client({ connectionString: db.pool.configuration.connectionUri })
+    client.on('error', () => {})
+    await client.connect()
+    t.teardown(() => client.end().catch(() => {}))
+    const stream = (client as unknown as { connection?: { stream?: unknown } }).connection?.stream
+    t.ok(stream instanceof Socket, 'client.connection.stream is the connection\'s net.Socket')
+    // A spy on the sockets' pause/resume for the length of one load with a slow engine.
+    const { pause, resume } = Socket.prototype
+    let paused = 0, resumed = 0
+    Socket.prototype.pause = function (this: Socket) { paused++; return pause.call(this) }
+    Socket.prototype.resume = function (this: Socket) { resumed++; return resume.call(this) }
+    try {
+      t.equal(await loadLiveSessions(db.pool, cipher, async () => { await new Promise(r => setTimeout(r, 1)) }, 10), LIVE)
+    } finally {
+      Object.assign(Socket.prototype, { pause, resume })
+    }
+    t.ok(paused > 0 && resumed > 0, `a slow engine paused the COPY's socket and resumed it (${paused} / ${resumed})`)
   })
 
   t.test('a throwing onBatch fails the load, and the next load works', async t => {

@@ -3,7 +3,7 @@
 // answer late, or to hang (so the sender's timeout fires) for the next N requests.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { verify } from '../../api/webhooks/signing.js'
+import { verifyDelivery } from './standard-webhooks.js'
 
 export interface ReceivedDelivery {
   id: string
@@ -62,7 +62,7 @@ export async function startWebhookReceiver(opts: { secret?: string; now?: () => 
       const behaviour = queue.shift() ?? { status: 200 }
       let json: ReceivedDelivery['json']
       try { json = JSON.parse(body) } catch { json = { id: '', type: '', createdAt: '', data: {} } }
-      const verified = secret !== '' && verify(secret, body, req.headers, { now: opts.now?.() }).ok
+      const verified = secret !== '' && verifyDelivery(secret, body, req.headers, opts.now?.())
       const d: ReceivedDelivery = {
         id: String(req.headers['webhook-id'] ?? ''),
         timestamp: Number(req.headers['webhook-timestamp'] ?? 0),
