@@ -45,6 +45,13 @@ export interface Bus {
    * after the gap is handed on, so a handler can hold those back behind what it replays.
    */
   onGap(handler: (reason: GapReason, heardUntil: number) => void): void
+  /**
+   * Resolves once every peer known now has had an entry read after `since` (epoch ms, this node's
+   * clock) or was taken for lost, or after `timeoutMs`. A resume waits for it before its seam: a
+   * peer killed between its commit and its publish has its events in the outbox by then, and the
+   * replay's pages send them in id order (gateway/stream/resume.ts).
+   */
+  peersHeard(since: number, timeoutMs: number): Promise<void>
   ping(): Promise<'ok' | 'down'>
   close(): Promise<void>
 }
@@ -56,6 +63,7 @@ export function createInProcessBus(): Bus {
     async settled() {},
     onMessage() {},
     onGap() {},
+    async peersHeard() {},
     async ping() { return 'ok' },
     async close() {},
   }
@@ -128,11 +136,14 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
       try { h(reason, from) } catch { onError('bus-gap-handler') }
     }
   }
-  /** Per peer node, when this reader last read an entry of it (this node's clock). */
-  const peers = new Map<string, number>()
+  /**
+   * Per peer node, its last entry: when this reader read it (this node's clock) and when Redis
+   * stored it (the stream id's milliseconds: after that moment the peer was still alive).
+   */
+  const peers = new Map<string, { readAt: number; storedAt: number }>()
   /** Peers silent past PEER_LOST_MS before what was read completely: each a 'peer-lost' gap from its last entry. */
   function checkPeers(): void {
-    for (const [node, at] of peers) {
+    for (const [node, { readAt: at }] of peers) {
       if (heardUntil - at < peerLostMs) continue
       peers.delete(node) // its next entry, if it was only stalled, enrols it again
       gap('peer-lost', at)
@@ -195,7 +206,7 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
           reconnected = false
           gap('reconnect') // before reading on: what arrives from now on is read, the rest is reloaded
           // Peers' silence across this reader's own outage says nothing: they are judged from now.
-          for (const node of peers.keys()) peers.set(node, Date.now())
+          for (const p of peers.values()) p.readAt = Date.now()
           last = await resumeFrom(last, true)
         } else if (stalled) {
           last = await resumeFrom(last, false)
@@ -220,7 +231,7 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
             if (node === opts.nodeId || node === undefined) continue
             const body = fields[3] ?? ''
             if (body === BYE) { peers.delete(node); continue }
-            peers.set(node, readTo)
+            peers.set(node, { readAt: readTo, storedAt: Number(id.slice(0, id.indexOf('-'))) })
             if (body === ALIVE) continue
             let msg: BusMessage
             try { msg = JSON.parse(body) } catch { continue }
@@ -257,6 +268,15 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
     },
     onMessage(h) { handlers.push(h) },
     onGap(h) { gapHandlers.push(h) },
+    async peersHeard(since, timeoutMs) {
+      // Stored after `since` by Redis's clock (a read after `since` could be of an entry the peer
+      // wrote before it died); a clock of Redis behind this node's costs a wait up to the timeout.
+      const alive = (node: string) => (peers.get(node)?.storedAt ?? Infinity) > since // heard, or lost
+      const waiting = [...peers.keys()].filter(node => !alive(node))
+      for (const end = Date.now() + timeoutMs; waiting.some(node => !alive(node)) && !closed && Date.now() < end;) {
+        await new Promise(r => setTimeout(r, 50))
+      }
+    },
     async ping() {
       if (pub.status !== 'ready') return 'down' // never wait for a reconnect
       try { return (await pub.ping()) === 'PONG' ? 'ok' : 'down' } catch { return 'down' }

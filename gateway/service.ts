@@ -48,7 +48,7 @@ import { createSecretCipher } from '../sql/webhooks.js'
 import { startCpaas } from './cpaas.js'
 import { listenerUrl, type Config } from './config.js'
 import { orAfter } from '../api/app/deadline.js'
-import { busStreamName, createBus, type Bus, type BusMessage } from './bus.js'
+import { busStreamName, createBus, PEER_LOST_MS, type Bus, type BusMessage } from './bus.js'
 import { collectGarbage } from './heap.js'
 import { createHttpApp } from './http/index.js'
 import { createCallCounter } from '../api/app/call-counter.js'
@@ -398,6 +398,7 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
           log, publicBaseUrl: () => services.config.publicBaseUrl, now, onClose: metrics.streamClosed,
           selfUrl: () => (boundPort === null ? null : listenerUrl(cfg.host, boundPort)),
           settleMs: cfg.streamSettleMs, replayWindowMs: cfg.streamReplayHours * 3_600_000, replay: outboxReplaySource(db.pool),
+          ...(bus.kind === 'redis' ? { peersHeard: since => bus.peersHeard(since, PEER_LOST_MS + 3_000) } : {}),
         })
         registerConsole(app, { log, publicBaseUrl: () => services.config.publicBaseUrl }) // GET /console
       },

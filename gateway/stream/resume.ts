@@ -13,11 +13,13 @@
 // - A late event (released after its settle time) may have committed after the page covering its
 //   id was read. If the cursor is already past it when it comes, the socket is closed with the
 //   resync code; otherwise it is watched: the page that takes the cursor past it must hold it.
-// - Tail: a gap replay (gateway/replay.ts) re-sends late whatever this node never heard live; the
-//   case that meets a resume is a peer killed between its commit and its publish (gateway/bus.ts):
-//   its clients reconnect here at once, their pages may already hold the peer's unpublished events,
-//   and the replay of the lost peer comes PEER_LOST_MS later. The ids the pages sent within TAIL_MS
-//   before their bound go live with the socket, which skips them as late events for TAIL_MS.
+// - A peer killed between its commit and its publish (gateway/bus.ts): its clients reconnect here
+//   at once, and its unpublished events would come through no live feed. Before its seam the
+//   resume waits until every other node has been heard from since the socket opened, or taken for
+//   lost (PEER_LOST_MS), then reads on: those events are in the outbox and go out in id order.
+// - Tail: the gap replay of that lost peer (gateway/replay.ts) then sends them late to the live
+//   sockets. The ids the pages sent within TAIL_MS before their bound are skipped as late events,
+//   during the replay and for TAIL_MS after the seam.
 // - Pacing: a page is sent corked, then the next is read only once uWS has written the socket's
 //   buffer down below LOW_WATER (the drain callback), so a backlog of any size never holds more
 //   than a page and LOW_WATER in memory, and each page is a turn of the event loop of its own.
@@ -65,6 +67,13 @@ export interface ResumeDeps {
   windowMs: number
   now: () => number
   onError: (err: unknown) => void
+  /**
+   * Awaited once, when the pages first come back short: the seam waits until every other node has
+   * been heard from since the socket opened, or taken for lost (gateway/bus.ts peersHeard), then
+   * the pages go on. A node killed between its commit and its publish never announces those
+   * events; by then they are in the outbox and the pages send them in id order.
+   */
+  beforeSeam?: () => Promise<void>
 }
 
 interface Pending { id: string; json: string; late: boolean }
@@ -90,6 +99,7 @@ export function createResume(ws: ResumeSocket, tenantId: string, after: string, 
   let watch: string[] = []
   /** Ids sent by the pages within TAIL_MS of the newest page's bound, in id order. */
   let tail: string[] = []
+  let waited = false
   let wake: (() => void) | null = null
   let done = false
   const typeSet = types ? new Set<string>(types) : null
@@ -107,6 +117,7 @@ export function createResume(ws: ResumeSocket, tenantId: string, after: string, 
     get replayed() { return replayed },
     live(e, json, late) {
       if (done) return
+      if (late && e.id <= cursor && tail.includes(e.id)) return // a lost peer's event the pages sent
       if (late && e.id <= cursor) return stop('late event behind the replay cursor')
       if (late) watch.push(e.id)
       if (pending.length >= MAX_PENDING) return stop('live events overflowed during replay')
@@ -137,7 +148,12 @@ export function createResume(ws: ResumeSocket, tenantId: string, after: string, 
             }
             pending = pending.filter(p => p.id > cursor)
           }
-          if (rows.length < PAGE) break
+          if (rows.length < PAGE) {
+            if (!d.beforeSeam || waited) break
+            waited = true
+            await d.beforeSeam()
+            continue
+          }
           await writable()
         }
         // The seam: one synchronous turn from the last page to the live topics.

@@ -70,6 +70,8 @@ export interface StreamOptions {
   onClose?: (code: number) => void
   /** The outbox a resume (`?after=`) replays from; without it `after` closes with the resync code. */
   replay?: ReplaySource
+  /** Resolves once every other node was heard from since `since`, or lost (gateway/bus.ts peersHeard); single node: absent. */
+  peersHeard?: (since: number) => Promise<void>
   /** How long a live event is held to be released in id order (gateway/stream/settle.ts). Default 1000. */
   settleMs?: number
   /** How far back `after` may reach (STREAM_REPLAY_HOURS). Default 24 h. */
@@ -183,6 +185,7 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
   const settler = createSettler({ settleMs, now: Date.now, release }) // the clock ids are minted with
 
   function startResume(ws: WebSocket<SocketData>, data: SocketData, after: string): void {
+    const openedAt = Date.now()
     const mark = lateMarks.get(data.tenantId)
     // The frame `after` cannot have reached the client before its id's time: a late event that
     // came since then, with a smaller id, may have been missed.
@@ -210,6 +213,7 @@ export function registerStream(app: TemplatedApp, opts: StreamOptions): Stream {
       isClosed: () => data.closed === true,
     }, data.tenantId, after, data.types, {
       source: opts.replay, settleMs, windowMs: replayWindowMs, now: Date.now,
+      ...(opts.peersHeard ? { beforeSeam: () => opts.peersHeard!(openedAt) } : {}),
       onError: err => log.warn({ err, code: 'stream-replay' }, 'recoverable error'),
     })
     setImmediate(() => { void resume.run() })

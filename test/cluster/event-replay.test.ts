@@ -212,20 +212,34 @@ t.test('a peer killed between its commit and its publish: its event still reache
   const s = await create(node.url, acc.token, '+14155550101', '+14155550102')
   if (typeof s === 'string') { t.fail(s); return }
   const ws = await clientOn(t, node, acc.token)
+  const db = await data.open({ maximumPoolSize: 1 })
+  t.teardown(() => db.close())
+  const [created] = await outboxIds(db.pool, acc.tenantId) as [string]
   const stream = await busStream(data)
   const looker = redis.client()
   // The peer as the node hears it: alive on the bus, then it commits an event and is killed before
   // publishing it (no goodbye).
   for (let i = 0; i < 3; i++) { await looker.xadd(stream, '*', 'n', 'peer-killed', 'm', '{"kind":"alive"}'); await sleep(300) }
-  const db = await data.open({ maximumPoolSize: 1 })
-  t.teardown(() => db.close())
   const lost = newEnvelope('call.incoming', Date.now(), { sessionId: s.id, tenantId: acc.tenantId, proxyNumber: s.proxy, callId: '00000000-0000-7000-8000-00000000c0de', direction: 'inbound' })
   await insertOutbox(db.pool, [lost])
   const diedAt = Date.now()
+  // A client of the dead peer resumes here at once, from before its event; a live event follows.
+  const resumed = await connectWs(`${node.url}/v1/stream?after=${created}`, { headers: { authorization: `Bearer ${acc.token}` } })
+  t.teardown(() => resumed.close())
+  const next = await create(node.url, acc.token, '+14155550103', '+14155550104')
+  if (typeof next === 'string') { t.fail(next); return }
   for (const end = Date.now() + 15_000; !ws.messages.some(m => m.includes(lost.id)) && Date.now() < end;) await sleep(100)
   t.ok(ws.messages.some(m => m.includes(lost.id)), `the client got it ${Date.now() - diedAt} ms after the peer died (PEER_LOST_MS ${PEER_LOST_MS})`)
   const sawIt = () => node.lines.some(l => l.includes('bus gap') && l.includes('peer-lost'))
   for (const end = Date.now() + 5_000; !sawIt() && Date.now() < end;) await sleep(100) // log lines are written in batches
   t.ok(sawIt(), 'the node saw the peer lost')
   t.equal(ws.messages.filter(m => m.includes(lost.id)).length, 1, 'once')
+  // The resumed client: the lost event in its place (its seam waited for the peer to be heard or
+  // lost), then the live one, each once.
+  const want = (await outboxIds(db.pool, acc.tenantId)).filter(id => id > created)
+  await resumed.waitForMessages(want.length, 15_000).catch(() => {})
+  await sleep(1_500)
+  const got = resumed.messages.map(m => (JSON.parse(m) as Ev).id)
+  t.same(got, want, `the resumed client got ${want.length} events after its cursor, the lost one in id order, each once`)
+  t.ok(got.includes(lost.id), 'the lost event among them')
 })

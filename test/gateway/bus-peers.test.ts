@@ -63,3 +63,26 @@ t.test('a bus with nothing to publish heartbeats, and says goodbye after its las
   t.ok(alive >= 1 && alive <= 4, `idle: a heartbeat at least every ${HEARTBEAT_MS} ms (${alive} in ${HEARTBEAT_MS * 2.5} ms)`)
   t.same(bodies.slice(-2), [JSON.stringify({ kind: 'tenant', id: 't2' }), '{"kind":"bye"}'], 'its last message, then goodbye')
 })
+
+t.test('peersHeard: resolves once every known peer wrote after `since`, or was lost, or at the timeout', async t => {
+  const { bus, say } = await setup(t)
+  await say('p1', '{"kind":"alive"}')
+  await say('p2', '{"kind":"alive"}')
+  await sleep(300)
+  const since = Date.now()
+  let done = false
+  const heard = bus.peersHeard(since, 10_000).then(() => { done = true })
+  await sleep(300)
+  t.notOk(done, 'not while a peer has written nothing since')
+  await say('p1', '{"kind":"alive"}')
+  await sleep(300)
+  t.notOk(done, 'not while one of them is still silent')
+  const t0 = Date.now()
+  await heard // p2 stays silent: taken for lost after PEER_LOST_MS
+  t.ok(Date.now() - t0 < PEER_LOST_MS + 2_000, `then when the silent one is lost (${Date.now() - t0} ms)`)
+  const t1 = Date.now()
+  await say('p3', '{"kind":"alive"}')
+  await sleep(300)
+  await bus.peersHeard(Date.now(), 500)
+  t.ok(Date.now() - t1 < 1_500, 'a timeout bounds the wait')
+})

@@ -6,7 +6,7 @@ import t, { type Test } from 'tap'
 import uWS from 'uWebSockets.js'
 import { buildEnvelope, type EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
-import { registerStream } from '../../gateway/stream/stream.js'
+import { registerStream, type StreamOptions } from '../../gateway/stream/stream.js'
 import type { ReplaySource } from '../../gateway/stream/resume.js'
 import { connectWs, type WsClient } from '../support/ws-client.js'
 
@@ -20,11 +20,11 @@ function eventAt(tenantId: string, ms: number, n: number, type: EventEnvelope['t
   })
 }
 
-async function startApp(t: Test, settleMs: number, replay?: ReplaySource) {
+async function startApp(t: Test, settleMs: number, replay?: ReplaySource, extra: Partial<StreamOptions> = {}) {
   const app = uWS.App()
   let port = 0
   const stream = registerStream(app, {
-    selfUrl: () => `http://127.0.0.1:${port}`, log: silent, settleMs, ...(replay ? { replay } : {}),
+    ...extra, selfUrl: () => `http://127.0.0.1:${port}`, log: silent, settleMs, ...(replay ? { replay } : {}),
     verifyTenantToken: token => ({ tenantId: token }), // the token is the tenant id here
   })
   const listen = await new Promise<uWS.us_listen_socket>((resolve, reject) => app.listen('127.0.0.1', 0, s => (s ? resolve(s) : reject(new Error('listen')))))
@@ -144,4 +144,52 @@ t.test('a late event a resume has just sent from the outbox is not sent to that 
   await sleep(100)
   t.same(ids(resumed), [unpublished.id, next.id, last.id], 'the resumed socket: once')
   t.same(ids(stayed).slice(0, 2), [next.id, unpublished.id], 'the socket live all along gets it, late')
+})
+
+t.test('a resume waits at its seam until the other nodes are heard from: a killed node\'s unpublished event goes out in its place, once', async t => {
+  const a = uuidv7()
+  const before = eventAt(a, Date.now() - 3_000, 1)
+  const stored = [before]
+  const source: ReplaySource = {
+    exists: async (tenantId, id) => tenantId === a && stored.some(e => e.id === id),
+    page: async q => stored.filter(e => e.id > q.afterId && e.id < q.beforeId).slice(0, q.limit).map(e => ({ id: e.id, json: JSON.stringify(e) })),
+  }
+  let heard: () => void = () => {}
+  const waiting = new Promise<void>(resolve => { heard = resolve })
+  const s = await startApp(t, 100, source, { peersHeard: () => waiting })
+  const resumed = await s.connect(a, `?after=${before.id}`)
+  await sleep(200) // its pages came back short: it waits at the seam
+  const unpublished = eventAt(a, Date.now() - 50, 2) // committed by the killed node, never on the bus
+  stored.push(unpublished)
+  const live = eventAt(a, Date.now(), 3)
+  s.stream.publishEvent(live)
+  await sleep(300)
+  t.same(ids(resumed), [], 'nothing goes out while it waits')
+  heard() // the killed node is taken for lost
+  await resumed.waitForMessages(2, 3_000)
+  s.stream.publishEvent(unpublished) // the lost node's replay: late
+  await sleep(200)
+  t.same(ids(resumed), [unpublished.id, live.id], 'in id order, each once')
+})
+
+t.test('a late event the replay\'s pages already sent, arriving while it still pages, is dropped: no resync, no duplicate', async t => {
+  const a = uuidv7()
+  const base = Date.now() - 3_000
+  const stored = Array.from({ length: 700 }, (_, i) => eventAt(a, base + i, i))
+  const unpublished = stored[100]! // a lost node's event: in the first page, and later replayed late
+  let pages = 0
+  let s: Awaited<ReturnType<typeof startApp>> | null = null
+  const source: ReplaySource = {
+    exists: async (tenantId, id) => tenantId === a && stored.some(e => e.id === id),
+    async page(q) {
+      if (++pages === 2) s!.stream.publishEvent(unpublished) // the cursor is past it now
+      return stored.filter(e => e.id > q.afterId && e.id < q.beforeId).slice(0, q.limit).map(e => ({ id: e.id, json: JSON.stringify(e) }))
+    },
+  }
+  s = await startApp(t, 100, source)
+  const resumed = await s.connect(a, `?after=${stored[0]!.id}`)
+  await resumed.waitForMessages(699, 5_000)
+  await sleep(200)
+  t.equal(s.stream.connectionCount(), 1, 'not told to resynchronise')
+  t.same(ids(resumed), stored.slice(1).map(e => e.id), 'every event after the cursor once, in order')
 })
