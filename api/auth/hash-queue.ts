@@ -1,13 +1,17 @@
 // Who hashes a password next (api/auth/passwords.ts). One hash takes a few hundred ms of a core,
 // so at most SCRYPT_CONCURRENCY run at once, leaving a core to the event loop (provider callbacks
-// are answered there, in microseconds). Two lanes wait for a free slot:
+// are answered there, in microseconds). Two lanes:
 // - `check`: a password check guarding an existing account (dashboard login, the dummy hash an
-//   unknown email burns). Always served first: a login waits for at most the hashes already
-//   running, never behind signups. At most SCRYPT_QUEUE wait; past that, 503 at once.
+//   unknown email burns). Checks have SCRYPT_CONCURRENCY slots of their own, so a login never
+//   waits behind a signup, not even one already hashing (that would make a login cost two hashes,
+//   ~1.7 s on this machine's cores): while signups fill their slots a login runs on top, the only
+//   time more than SCRYPT_CONCURRENCY hashes run. At most SCRYPT_QUEUE checks wait; past that, 503.
 // - `signup`: the hash of a new account's password (unauthenticated: a flood from many addresses
-//   passes the per-address throttle). Bounded by time: a signup that would wait longer than the
-//   signup wait bound (SIGNUP_MAX_WAIT_MS) is refused at once, and one still waiting when the
-//   bound is reached (logins went first) is refused then: 503 with Retry-After, never held open.
+//   passes the per-address throttle). A signup starts only while checks and signups together hold
+//   fewer than SCRYPT_CONCURRENCY slots, and never before a waiting check. Bounded by time: a
+//   signup that would wait longer than the signup wait bound (SIGNUP_MAX_WAIT_MS) is refused at
+//   once, and one still waiting when the bound is reached is refused then: 503 with Retry-After,
+//   never held open.
 import { availableParallelism } from 'node:os'
 import { ApiProblem } from '../route.js'
 
@@ -19,7 +23,8 @@ export type HashLane = 'check' | 'signup'
 
 interface Waiter { go(): void }
 
-let running = 0
+let runningChecks = 0
+let runningSignups = 0
 const checks: Waiter[] = []
 const signups: Waiter[] = []
 let signupMaxWaitMs = DEFAULT_SIGNUP_MAX_WAIT_MS
@@ -33,11 +38,12 @@ export function setSignupMaxWait(ms: number): void {
 
 /** Hashes running and waiting (tests and the bench read it). */
 export function passwordQueueDepth(): number {
-  return running + checks.length + signups.length
+  return runningChecks + runningSignups + checks.length + signups.length
 }
 
-/** About how long a hash queued behind `ahead` others waits for its slot. */
-function waitMs(ahead: number): number {
+/** About how long a hash of `lane` queued behind `ahead` others waits for its slot. */
+function waitMs(lane: HashLane, ahead: number): number {
+  const running = lane === 'check' ? runningChecks : runningChecks + runningSignups
   return ((ahead + running) * hashMs) / SCRYPT_CONCURRENCY
 }
 
@@ -46,34 +52,40 @@ function refuse(ms: number): ApiProblem {
   return new ApiProblem('unavailable', 'Too many password checks in progress; retry after the Retry-After delay', { headers: { 'retry-after': String(seconds) } })
 }
 
+const checkSlotFree = () => runningChecks < SCRYPT_CONCURRENCY
+const signupSlotFree = () => runningChecks + runningSignups < SCRYPT_CONCURRENCY && checks.length === 0
+
+/** Hands free slots to the waiters: checks first. */
+function pump(): void {
+  while (checks.length && checkSlotFree()) { runningChecks++; checks.shift()!.go() }
+  while (signups.length && signupSlotFree()) { runningSignups++; signups.shift()!.go() }
+}
+
 /** Resolves once the caller holds a hashing slot; `release` must follow. Throws the 503. */
 function acquire(lane: HashLane): Promise<void> | void {
-  // A slot is handed straight to the next waiter on release, so a free one means nobody waits.
-  if (running < SCRYPT_CONCURRENCY) {
-    running++
-    return
-  }
   if (lane === 'check') {
-    if (checks.length >= SCRYPT_QUEUE) throw refuse(waitMs(checks.length))
+    if (checks.length === 0 && checkSlotFree()) { runningChecks++; return }
+    if (checks.length >= SCRYPT_QUEUE) throw refuse(waitMs(lane, checks.length))
     return new Promise(resolve => checks.push({ go: resolve }))
   }
-  const expected = waitMs(checks.length + signups.length)
+  if (signups.length === 0 && signupSlotFree()) { runningSignups++; return }
+  const expected = waitMs(lane, checks.length + signups.length)
   if (expected > signupMaxWaitMs) throw refuse(expected)
   return new Promise((resolve, reject) => {
     const w: Waiter = { go: () => { clearTimeout(timer); resolve() } }
     const timer = setTimeout(() => {
       signups.splice(signups.indexOf(w), 1)
-      reject(refuse(waitMs(checks.length + signups.length)))
+      reject(refuse(waitMs(lane, checks.length + signups.length)))
     }, signupMaxWaitMs)
     signups.push(w)
   })
 }
 
-function release(ms: number): void {
+function release(lane: HashLane, ms: number): void {
   hashMs = hashMs * 0.8 + ms * 0.2
-  const next = checks.shift() ?? signups.shift()
-  if (next) next.go() // the slot passes on: `running` stays
-  else running--
+  if (lane === 'check') runningChecks--
+  else runningSignups--
+  pump()
 }
 
 /** Runs `hash` in a slot of `lane`'s turn. */
@@ -83,6 +95,6 @@ export async function inHashSlot<T>(lane: HashLane, hash: () => Promise<T>): Pro
   try {
     return await hash()
   } finally {
-    release(performance.now() - t0)
+    release(lane, performance.now() - t0)
   }
 }

@@ -1,5 +1,5 @@
 // Logins before signups (api/auth/hash-queue.ts): a password check of an existing account never
-// waits behind signups, and a signup never waits longer than the signup wait bound: past it, 503
+// waits behind signups, not even behind one already hashing, and a signup never waits longer than the signup wait bound: past it, 503
 // with Retry-After, at once or when the bound is reached, never held open. The scheduler is driven
 // with hashes the test finishes itself; the last test goes through the API with real scrypt.
 import t from 'tap'
@@ -17,7 +17,7 @@ function held(lane: HashLane, name: string, started: string[]) {
 
 const tick = () => new Promise(r => setImmediate(r))
 
-t.test('a queued login gets the next slot before signups queued earlier', async t => {
+t.test('a login starts at once even while signups hold every slot; the signups queued wait for a signup\'s slot', async t => {
   setSignupMaxWait(60_000)
   t.teardown(() => setSignupMaxWait(DEFAULT_SIGNUP_MAX_WAIT_MS))
   const started: string[] = []
@@ -28,15 +28,39 @@ t.test('a queued login gets the next slot before signups queued earlier', async 
   await tick()
   const login = held('check', 'login', started)
   await tick()
-  t.equal(passwordQueueDepth(), SCRYPT_CONCURRENCY + 3, 'all slots busy, three waiting')
-  t.same(started, running.map((_, i) => `running-${i}`), 'nobody else started')
+  t.same(started, [...running.map((_, i) => `running-${i}`), 'login'], 'the login hashes now, beside the signups (one hash, not two)')
+  t.equal(passwordQueueDepth(), SCRYPT_CONCURRENCY + 3, 'signups in every slot, the login on top, two signups waiting')
+  login.end()
+  await login.done
+  await tick()
+  t.equal(started.length, SCRYPT_CONCURRENCY + 1, 'the login\'s slot is not one a signup may take')
 
   running[0]!.end()
+  for (let i = 0; i < 5 && started.length === SCRYPT_CONCURRENCY + 1; i++) await tick()
+  t.equal(started.at(-1), 'signup-1', 'a signup\'s freed slot goes to the next signup')
+  for (const h of [...running, s1, s2]) h.end()
+  await Promise.all([...running.map(r => r.done), s1.done, s2.done])
+  t.same(started.slice(SCRYPT_CONCURRENCY + 1), ['signup-1', 'signup-2'], 'the signups, in their order')
+  t.equal(passwordQueueDepth(), 0, 'drained')
+})
+
+t.test('with every check slot busy, a waiting login goes before signups queued earlier', async t => {
+  setSignupMaxWait(60_000)
+  t.teardown(() => setSignupMaxWait(DEFAULT_SIGNUP_MAX_WAIT_MS))
+  const started: string[] = []
+  const running = Array.from({ length: SCRYPT_CONCURRENCY }, (_, i) => held('check', `running-${i}`, started))
+  await tick()
+  const s1 = held('signup', 'signup-1', started)
+  await tick()
+  const login = held('check', 'login', started)
+  await tick()
+  t.same(started, running.map((_, i) => `running-${i}`), 'nobody else started')
+  running[0]!.end()
   for (let i = 0; i < 5 && started.length === SCRYPT_CONCURRENCY; i++) await tick()
-  t.equal(started[SCRYPT_CONCURRENCY], 'login', 'the freed slot goes to the login, not to the signups queued before it')
-  for (const h of [...running, login, s1, s2]) h.end()
-  await Promise.all([...running.map(r => r.done), s1.done, s2.done, login.done])
-  t.same(started.slice(SCRYPT_CONCURRENCY), ['login', 'signup-1', 'signup-2'], 'then the signups, in their order')
+  t.equal(started[SCRYPT_CONCURRENCY], 'login', 'the freed slot goes to the login, not to the signup queued before it')
+  for (const h of [...running, login, s1]) h.end()
+  await Promise.all([...running.map(r => r.done), s1.done, login.done])
+  t.same(started.slice(SCRYPT_CONCURRENCY), ['login', 'signup-1'])
   t.equal(passwordQueueDepth(), 0, 'drained')
 })
 
