@@ -46,8 +46,8 @@ export interface Bus {
    */
   onGap(handler: (reason: GapReason, heardUntil: number) => void): void
   /**
-   * Resolves once every peer known now has had an entry read after `since` (epoch ms, this node's
-   * clock) or was taken for lost, or after `timeoutMs`. A resume waits for it before its seam: a
+   * Resolves once every peer known now has written an entry that Redis stored after `since` (epoch
+   * ms) or was taken for lost, or after `timeoutMs`. A resume waits for it before its seam: a
    * peer killed between its commit and its publish has its events in the outbox by then, and the
    * replay's pages send them in id order (gateway/stream/resume.ts).
    */

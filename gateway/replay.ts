@@ -6,7 +6,8 @@
 // - Which gaps: Redis reconnected, the stream was trimmed past this node, or a peer was lost (killed
 //   between a commit and its publish: gateway/bus.ts, PEER_LOST_MS), whose events come late.
 // - Where from: `heardUntil` (gateway/bus.ts: the start of the last read that returned all the
-//   stream held; for a lost peer, its last entry) less SKEW_MS, never before this node started. Event ids are UUIDv7 minted from the clock of the node that made
+//   stream held; for a lost peer, its last entry) less SKEW_MS, never before this node started.
+//   Event ids are UUIDv7 minted from the clock of the node that made
 //   the event, and a publish lands on the stream a little after its id was minted: an event of
 //   another node whose id is up to SKEW_MS older than this node's clock says is still replayed.
 // - Exactly once: every event delivered here (this node's own, the bus's, the replay's) is

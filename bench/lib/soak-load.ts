@@ -184,11 +184,11 @@ export function startSoakLoad(o: SoakLoadOpts): SoakLoad {
   const steadyCount = Math.min(STEADY_CHECKED, Math.ceil(o.rates.streamClients / 2))
   const steadyFrames: Array<Set<string>> = []
   const churn: Array<WsClient | null> = []
-  const connect = async (i: number, onId?: (id: string) => void): Promise<WsClient | null> => {
+  const connect = async (i: number, onId?: (id: string) => void, after?: string): Promise<WsClient | null> => {
     const node = o.nodes[i % o.nodes.length]!
     const t0 = performance.now()
     try {
-      const c = await connectWs(`${node.url}/v1/stream`, { headers: { authorization: `Bearer ${o.tokens[0]}` }, keepMessages: false })
+      const c = await connectWs(`${node.url}/v1/stream${after ? `?after=${after}` : ''}`, { headers: { authorization: `Bearer ${o.tokens[0]}` }, keepMessages: false })
       samples.push({ at: Date.now(), kind: 'stream', ms: performance.now() - t0, status: 101 })
       if (onId) c.onMessage = text => { try { onId((JSON.parse(text) as { id: string }).id) } catch { /* not an event */ } }
       return c
@@ -197,19 +197,34 @@ export function startSoakLoad(o: SoakLoadOpts): SoakLoad {
       return null
     }
   }
-  // A steady client closed by the node (its token's lifetime ends the stream: 900 s) connects
-  // again at once with the tenant's current token; only its connected spans are checked.
+  // A steady client closed by the node (its token's lifetime ends the stream: 900 s; a restart)
+  // connects again at once with the tenant's current token and `after=` the largest id it got, as
+  // the SDK does: its span goes on, and it owes every event of the span. Told to resynchronise
+  // (4410), its span ends there and a new one starts without `after`.
   const spans: SteadySpan[][] = []
   const steady: Array<WsClient | null> = []
-  const keepSteady = async (i: number): Promise<void> => {
-    const c = await connect(i, id => steadyFrames[i]!.add(id))
+  const lastIds: string[] = []
+  const keepSteady = async (i: number, span?: SteadySpan): Promise<void> => {
+    const c = await connect(i, id => {
+      steadyFrames[i]!.add(id)
+      if (!lastIds[i] || id > lastIds[i]!) lastIds[i] = id
+    }, span ? lastIds[i] : undefined)
     steady[i] = c
-    if (!c) { o.onError(`steady stream client ${i} could not connect`); return }
-    const span: SteadySpan = { from: Date.now(), to: Infinity }
-    spans[i]!.push(span)
-    void c.closed.then(() => {
-      span.to = Date.now()
-      if (running) return keepSteady(i)
+    if (!c) {
+      if (span && running) { await new Promise(r => setTimeout(r, 500)); return keepSteady(i, span) } // a node restarting
+      if (span) span.to = Date.now()
+      o.onError(`steady stream client ${i} could not connect`)
+      return
+    }
+    if (!span) {
+      span = { from: Date.now(), to: Infinity }
+      spans[i]!.push(span)
+    }
+    const mine = span
+    void c.closed.then(code => {
+      if (!running) { mine.to = Date.now(); return }
+      if (code === 4410) { mine.to = Date.now(); lastIds[i] = ''; return keepSteady(i) }
+      return keepSteady(i, mine)
     })
   }
   const steadyReady = Promise.all(Array.from({ length: steadyCount }, (_, i) => {
