@@ -137,10 +137,11 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
     }
   }
   /**
-   * Per peer node, its last entry: when this reader read it (this node's clock) and when Redis
-   * stored it (the stream id's milliseconds: after that moment the peer was still alive).
+   * Per peer node, its last entry: when this reader read it (this node's clock) and its stream id
+   * (whose milliseconds say when Redis stored it: after that moment the peer was still alive).
+   * Updated in place for every entry read.
    */
-  const peers = new Map<string, { readAt: number; storedAt: number }>()
+  const peers = new Map<string, { readAt: number; lastId: string }>()
   /** Peers silent past PEER_LOST_MS before what was read completely: each a 'peer-lost' gap from its last entry. */
   function checkPeers(): void {
     for (const [node, { readAt: at }] of peers) {
@@ -231,7 +232,8 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
             if (node === opts.nodeId || node === undefined) continue
             const body = fields[3] ?? ''
             if (body === BYE) { peers.delete(node); continue }
-            peers.set(node, { readAt: readTo, storedAt: Number(id.slice(0, id.indexOf('-'))) })
+            const peer = peers.get(node)
+            if (peer) { peer.readAt = readTo; peer.lastId = id } else peers.set(node, { readAt: readTo, lastId: id })
             if (body === ALIVE) continue
             let msg: BusMessage
             try { msg = JSON.parse(body) } catch { continue }
@@ -271,7 +273,8 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
     async peersHeard(since, timeoutMs) {
       // Stored after `since` by Redis's clock (a read after `since` could be of an entry the peer
       // wrote before it died); a clock of Redis behind this node's costs a wait up to the timeout.
-      const alive = (node: string) => (peers.get(node)?.storedAt ?? Infinity) > since // heard, or lost
+      const storedAt = (id: string) => Number(id.slice(0, id.indexOf('-')))
+      const alive = (node: string) => { const p = peers.get(node); return p === undefined || storedAt(p.lastId) > since } // heard, or lost
       const waiting = [...peers.keys()].filter(node => !alive(node))
       for (const end = Date.now() + timeoutMs; waiting.some(node => !alive(node)) && !closed && Date.now() < end;) {
         await new Promise(r => setTimeout(r, 50))

@@ -97,8 +97,8 @@ export function createResume(ws: ResumeSocket, tenantId: string, after: string, 
   let pending: Pending[] = []
   /** Late events above the cursor when they came: the page that passes them must hold them. */
   let watch: string[] = []
-  /** Ids sent by the pages within TAIL_MS of the newest page's bound, in id order. */
-  let tail: string[] = []
+  /** Ids sent by the pages within TAIL_MS of the newest page's bound, inserted (so iterated) in id order. */
+  const tail = new Set<string>()
   let waited = false
   let wake: (() => void) | null = null
   let done = false
@@ -117,7 +117,7 @@ export function createResume(ws: ResumeSocket, tenantId: string, after: string, 
     get replayed() { return replayed },
     live(e, json, late) {
       if (done) return
-      if (late && e.id <= cursor && tail.includes(e.id)) return // a lost peer's event the pages sent
+      if (late && e.id <= cursor && tail.has(e.id)) return // a lost peer's event the pages sent
       if (late && e.id <= cursor) return stop('late event behind the replay cursor')
       if (late) watch.push(e.id)
       if (pending.length >= MAX_PENDING) return stop('live events overflowed during replay')
@@ -134,10 +134,11 @@ export function createResume(ws: ResumeSocket, tenantId: string, after: string, 
           const rows = await d.source.page({ tenantId, afterId: cursor, beforeId: floorId(bound), types, limit: PAGE })
           if (done || ws.isClosed()) return
           if (rows.length) {
-            for (const r of rows) if (idTime(r.id) >= bound - TAIL_MS) tail.push(r.id)
-            let old = 0
-            while (old < tail.length && idTime(tail[old]!) < bound - TAIL_MS) old++
-            if (old) tail = tail.slice(old)
+            for (const r of rows) if (idTime(r.id) >= bound - TAIL_MS) tail.add(r.id)
+            for (const id of tail) {
+              if (idTime(id) >= bound - TAIL_MS) break
+              tail.delete(id)
+            }
             const ids = watch.length ? new Set(rows.map(r => r.id)) : null
             ws.sendAll(rows.map(r => r.json))
             replayed += rows.length
@@ -163,8 +164,7 @@ export function createResume(ws: ResumeSocket, tenantId: string, after: string, 
         done = true
         if (ws.isClosed()) return
         ws.sendAll(rest.map(p => p.json))
-        ws.goLive(new Set(tail))
-        tail = []
+        ws.goLive(tail)
       } catch (err) {
         d.onError(err)
         // Postgres away: the same cursor will do once it is back (1011, the client reconnects).

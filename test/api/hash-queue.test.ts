@@ -2,7 +2,7 @@
 // waits behind signups, not even behind one already hashing, and a signup never waits longer than the signup wait bound: past it, 503
 // with Retry-After, at once or when the bound is reached, never held open. The scheduler is driven
 // with hashes the test finishes itself; the last test goes through the API with real scrypt.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { inHashSlot, passwordQueueDepth, setSignupMaxWait, SCRYPT_CONCURRENCY, DEFAULT_SIGNUP_MAX_WAIT_MS, type HashLane } from '../../api/auth/hash-queue.js'
 import { ApiProblem } from '../../api/route.js'
 import { BASE_URL, startApi } from '../gateway/harness.js'
@@ -17,12 +17,18 @@ function held(lane: HashLane, name: string, started: string[]) {
 
 const tick = () => new Promise(r => setImmediate(r))
 
-t.test('a login starts at once even while signups hold every slot; the signups queued wait for a signup\'s slot', async t => {
+/** Every slot of `lane` taken by a hash the test ends, with signups allowed to wait a minute. */
+async function slotsTaken(t: Test, lane: HashLane, started: string[]) {
   setSignupMaxWait(60_000)
   t.teardown(() => setSignupMaxWait(DEFAULT_SIGNUP_MAX_WAIT_MS))
-  const started: string[] = []
-  const running = Array.from({ length: SCRYPT_CONCURRENCY }, (_, i) => held('signup', `running-${i}`, started))
+  const running = Array.from({ length: SCRYPT_CONCURRENCY }, (_, i) => held(lane, `running-${i}`, started))
   await tick()
+  return running
+}
+
+t.test('a login starts at once even while signups hold every slot; the signups queued wait for a signup\'s slot', async t => {
+  const started: string[] = []
+  const running = await slotsTaken(t, 'signup', started)
   const s1 = held('signup', 'signup-1', started)
   const s2 = held('signup', 'signup-2', started)
   await tick()
@@ -45,11 +51,8 @@ t.test('a login starts at once even while signups hold every slot; the signups q
 })
 
 t.test('with every check slot busy, a waiting login goes before signups queued earlier', async t => {
-  setSignupMaxWait(60_000)
-  t.teardown(() => setSignupMaxWait(DEFAULT_SIGNUP_MAX_WAIT_MS))
   const started: string[] = []
-  const running = Array.from({ length: SCRYPT_CONCURRENCY }, (_, i) => held('check', `running-${i}`, started))
-  await tick()
+  const running = await slotsTaken(t, 'check', started)
   const s1 = held('signup', 'signup-1', started)
   await tick()
   const login = held('check', 'login', started)
