@@ -316,20 +316,25 @@ t.test('a burst of wakes claims at most once per wakeGapMs (the first at once), 
   // wake, back to back, was a third of the service's CPU per create.
   const s = await setup(t, { configured: false })
   let claims = 0
+  let claimsDone = 0
   let lastClaimAt = 0
   const counting = new Proxy(s.pool, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown
       if (prop !== 'any' || typeof v !== 'function') return v
-      return (q: { sql: string }, ...rest: unknown[]) => {
-        if (q.sql.includes('UPDATE outbox')) { claims++; lastClaimAt = performance.now() }
-        return (v as (...a: unknown[]) => unknown).call(target, q, ...rest)
+      return async (q: { sql: string }, ...rest: unknown[]) => {
+        const claim = q.sql.includes('UPDATE outbox')
+        if (claim) { claims++; lastClaimAt = performance.now() }
+        try { return await (v as (...a: unknown[]) => Promise<unknown>).call(target, q, ...rest) } finally { if (claim) claimsDone++ }
       }
     },
   })
   const d = s.dispatcher({ pool: counting, now: Date.now, pollIntervalMs: 60_000, wakeGapMs: 50 })
   d.start()
-  await new Promise(r => setTimeout(r, 120)) // the poll at start, then quiet
+  // The poll at start, then quiet: its claim has returned (it can take longer than the gap on a
+  // slow embedded Postgres) and the gap since it has passed.
+  for (const end = Date.now() + 10_000; (claims === 0 || claimsDone < claims) && Date.now() < end;) await new Promise(r => setTimeout(r, 5))
+  await new Promise(r => setTimeout(r, 70))
   const before = claims
   d.wake()
   t.equal(claims - before, 1, 'the first wake after a quiet spell claims at once')
