@@ -16,6 +16,7 @@ import { channelNames } from '../../sql/sessions.js'
 import { getLiveSessionStates } from '../../sql/session-load.js'
 import type { TenantDirectory } from './tenant-directory.js'
 import { isoTime as iso } from '../../sql/vocabulary/iso-time.js'
+import type { Hub } from '../../sql/hub.js'
 import { bindTenantNumber, createPinned, unbindTenantNumber, type PinnedCreateInput } from './pinned-create.js'
 
 export interface RunnerDeps {
@@ -26,8 +27,8 @@ export interface RunnerDeps {
   cipher: { encrypt(e164: string): Buffer; decrypt(b: Buffer): string }
   hashParty: (salt: Buffer, e164: string) => string
   now: () => number
-  /** After commit: other nodes, the WebSocket stream, the webhook dispatcher. */
-  announce: (sessionId: string, version: number, envelopes: EventEnvelope[]) => void
+  /** After commit, `session` (other nodes, the WebSocket stream, the webhook dispatcher). */
+  hub: Hub
   /**
    * Commits what the record writer holds (call and SMS records and their events). Awaited before a
    * session command commits, so an event of a call routed on this node before the command has a
@@ -145,7 +146,7 @@ export function createSessionRunner(d: RunnerDeps) {
       if (res === 'ok') {
         commitOrLoad(plan)
         if (body.metadata !== undefined) d.engine.live(id)?.setMetadata(jsonbText(metadata))
-        d.announce(id, plan.next.version, envelopes)
+        d.hub.emit('session', id, plan.next.version, envelopes)
         return { status: 201, body: view, replayed: false }
       }
       if (res === 'tier-session-limit') throw new ApiProblem('tier-session-limit')
@@ -229,7 +230,7 @@ export function createSessionRunner(d: RunnerDeps) {
         if (restart) d.engine.live(id as SessionId)?.noteActivity(now)
         // jsonb's `||`, as the UPDATE did: the patch's top-level keys replace.
         if (patch && live) d.engine.live(id as SessionId)?.setMetadata(jsonbText({ ...JSON.parse(live.metadataJson) as object, ...patch }))
-        d.announce(id, next.version, envelopes)
+        d.hub.emit('session', id, next.version, envelopes)
         return await view(tenantId, id)
       }
     })
@@ -305,7 +306,7 @@ export function createSessionRunner(d: RunnerDeps) {
       }
       for (const id of expired) {
         const rec = batch.find(r => r.id === id)
-        d.announce(id, rec?.version ?? 0, byId.get(id) ?? [])
+        d.hub.emit('session', id, rec?.version ?? 0, byId.get(id) ?? [])
       }
       written += expired.length
     }
@@ -341,7 +342,7 @@ export function createSessionRunner(d: RunnerDeps) {
     for (const e of ends) {
       if (ended.has(e.prev.id)) {
         commitOrLoad({ ok: true, prev: e.prev, next: e.next, events: [], changed: true })
-        d.announce(e.prev.id, e.next.version, [])
+        d.hub.emit('session', e.prev.id, e.next.version, [])
       } else {
         refused.push(e.prev.id)
       }

@@ -45,7 +45,7 @@ export function healthRoutes(checks: HealthChecks): RouteDef[] {
       method: 'GET', path: '/v1/health/cpaas', auth: 'none', summary: 'Telephony provider circuit breakers',
       response: { 200: CpaasView }, problems: [],
       handler(req) {
-        const providers = (req.services.cpaasHealth?.() ?? []).map(p => ({ ...p, openedAt: iso(p.openedAt) }))
+        const providers = req.services.cpaasHealth().map(p => ({ ...p, openedAt: iso(p.openedAt) }))
         return { status: 200, body: { providers, timestamp: new Date(req.services.now()).toISOString() } }
       },
     }),

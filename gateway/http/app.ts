@@ -1,5 +1,5 @@
-// The HTTP gateway: one uWS app serving the REST API, the provider callbacks and (through the
-// `ws` hook) the WebSocket stream (contract D1). Every request runs the same short pipeline:
+// The HTTP gateway: the REST API and the provider callbacks on one uWS app (the WebSocket stream
+// shares it: gateway/compose.ts registers it first, contract D1). Every request runs the same short pipeline:
 //   capture (sync) → body (onData, capped) → auth → tenant rate limit → parse + validate →
 //   handler → allow-list serialization → corked write → one log line.
 import { isDeepStrictEqual } from 'node:util'
@@ -28,11 +28,13 @@ import { MasklineError } from '../../engine/errors.js'
 export interface HttpAppOptions {
   services: Services
   routes: readonly RouteDef[]
-  /** Registers WebSocket routes (`app.ws(...)`) before the 404/405 fallbacks. */
-  ws?: (app: TemplatedApp) => void
   /** Check every reply body against its response schema; a mismatch answers 500 (tests). */
   checkResponses?: boolean
-  /** Register on this app instead of a new uWS.App() (benchmarks drive the handlers in process). */
+  /**
+   * Register on this app instead of a new uWS.App(): the service's, with the WebSocket stream on it
+   * (gateway/compose.ts), or a benchmark's that drives the handlers in process. The 404/405
+   * fallbacks are registered here, after the routes.
+   */
   app?: TemplatedApp
   /** Checks the provider's signature of a `signed` route (contract D5); required when one is routed. */
   verifyCallback?: (req: SignedRequest) => VerifyResult
@@ -106,7 +108,6 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     const compiled = compileRoute(def, env.checkResponses)
     app[UWS_METHOD[def.method]](def.path, (res, req) => onRequest(env, compiled, res, req))
   }
-  opts.ws?.(app)
   for (const [path, methods] of methodsByPath) {
     const allow = methods.join(', ')
     const own = opts.routes.find(d => d.path === path && d.refusal)?.refusal
