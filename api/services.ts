@@ -1,4 +1,4 @@
-// What route handlers get from the composition root (gateway/service.ts builds it).
+// What route handlers get from the composition root (gateway/compose.ts builds it).
 // Handlers depend on these structural interfaces, never on how the process was wired.
 import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'

@@ -1,6 +1,6 @@
 // The one in-process event hub (nanoevents): what changed through this node, emitted where it was
 // committed. The record writer, the session runner, the pool alerter, the tenant directory and the
-// opt-out store emit into it; the composition root (gateway/service.ts) subscribes the call
+// opt-out store emit into it; the composition root (gateway/compose.ts) subscribes the call
 // counter, the event order (WebSocket stream), the bus, the webhook dispatcher and the metrics.
 // Emitters never know who listens: adding a consumer of committed changes is one `hub.on` there.
 //
