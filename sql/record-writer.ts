@@ -26,20 +26,21 @@ import type { SmsStatus } from '../engine/types.js'
 import { errorCode, guard, toStoreError } from './errors.js'
 import type { Journal, JournalEntry, ReplayBatch } from './journal.js'
 import type { Hub } from './hub.js'
+import { applyOps } from './record-apply.js'
 import {
-  applyOps, failedResult, opsJson, type CALL_START, type CallCallback, type CallInsert, type CallState, type Effects, type OpData, type Result,
+  failedResult, opsJson, type CALL_START, type CallCallback, type CallInsert, type CallState, type Effects, type OpData, type Result,
   type SmsClaim, type SmsInsert,
-} from './record-apply.js'
+} from './record-ops.js'
 import { directPool, directTransaction } from './direct.js'
 import { transact } from './transaction.js'
 
-export { CALL_START, type CallCallback, type CallInsert, type CallKey, type Effects, type SmsClaim, type SmsInsert } from './record-apply.js'
+export { CALL_START, type CallCallback, type CallInsert, type CallKey, type Effects, type SmsClaim, type SmsInsert } from './record-ops.js'
 
 export interface RecordWriter {
   /**
    * Resolves with the id stored for this provider call id (an earlier one on replay), null when
    * it was refused. `events` are written with a new row only; CALL_START: the voice fetch's own,
-   * made from the row when it is applied (sql/record-apply.ts callStartEvents).
+   * made from the row when it is applied (sql/record-ops.ts callStartEvents).
    */
   upsertCall(row: CallInsert, events?: EventEnvelope[] | typeof CALL_START): Promise<string | null>
   /** A status, dial-status or recording callback; true when it changed the call. */
