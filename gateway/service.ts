@@ -17,7 +17,7 @@ import { recordNumberRentals } from '../sql/billing.js'
 import { listenerUrl, type Config } from './config.js'
 import type { ServiceMetrics } from './metrics.js'
 import { buildService, type ServiceGraph } from './compose.js'
-import { createShutdownStack, type ShutdownStack } from './shutdown.js'
+import { createShutdownStack, once, type ShutdownStack } from './shutdown.js'
 
 export interface StartOptions {
   config: Config
@@ -75,14 +75,24 @@ export async function startService(opts: StartOptions): Promise<RunningService> 
   }
 }
 
-/** Every `ms`, `task` once the previous run ended (a slow run is never overlapped); stopped by the stack. */
-function every(ms: number, shutdown: ShutdownStack, task: () => Promise<unknown>, onError: () => void): { last: () => Promise<unknown>; now: () => Promise<unknown> } {
+/**
+ * `task` every `ms`, skipped while a run is still going (a slow run, e.g. while Postgres is away,
+ * never piles runs up); stopped by the stack, which waits for the run in flight. `run()` runs it
+ * now, after the one in flight, and gives its own outcome (tests drive the sweeps through it).
+ */
+function every<T>(ms: number, shutdown: ShutdownStack, task: () => Promise<T>, onError: () => void): () => Promise<T> {
   let last: Promise<unknown> = Promise.resolve()
-  const run = () => (last = last.then(task).catch(onError))
-  const timer = setInterval(() => void run(), ms)
+  let inFlight = 0
+  const run = () => {
+    inFlight++
+    const p = last.then(task)
+    last = p.catch(onError).finally(() => { inFlight-- })
+    return p
+  }
+  const timer = setInterval(() => { if (inFlight === 0) run().catch(() => {}) }, ms)
   timer.unref()
   shutdown.defer(() => { clearInterval(timer); return last })
-  return { last: () => last, now: run }
+  return run
 }
 
 async function start(g: ServiceGraph, shutdown: ShutdownStack): Promise<RunningService> {
@@ -102,9 +112,11 @@ async function start(g: ServiceGraph, shutdown: ShutdownStack): Promise<RunningS
   // in a setImmediate (api/cpaas/callbacks/voice.ts), so a stop that began in the turn of an answer
   // (nothing in flight) would otherwise close the record writer (stopped after this) before that
   // record reached it (test/durability/drain-last-call.test.ts).
-  let httpClosing: Promise<void> | null = null
-  const closeHttp = () => (httpClosing ??= (stream.closeAll(), http.close(cfg.shutdownGraceSeconds * 1000)
-    .then(() => new Promise<void>(resolve => setImmediate(resolve)))))
+  const closeHttp = once(async () => {
+    stream.closeAll()
+    await http.close(cfg.shutdownGraceSeconds * 1000)
+    await new Promise<void>(resolve => setImmediate(resolve))
+  })
   shutdown.defer(closeHttp)
   Object.assign(metrics.sources, {
     liveSessions: () => engine.size(),
@@ -122,8 +134,8 @@ async function start(g: ServiceGraph, shutdown: ShutdownStack): Promise<RunningS
   } satisfies typeof metrics.sources)
 
   // Sessions that expired while the process was down expire now, once (the database decides).
-  const expiry = every(EXPIRY_SWEEP_MS, shutdown, () => runner.expireDue(), warn('expiry-sweep'))
-  await expiry.now()
+  const expireDue = every(EXPIRY_SWEEP_MS, shutdown, () => runner.expireDue(), warn('expiry-sweep'))
+  await expireDue()
   g.dispatcher.start()
   shutdown.defer(() => g.dispatcher.stop())
   // Daily housekeeping: retention (contract 8.7) and number rental usage (contract D7).
@@ -146,7 +158,7 @@ async function start(g: ServiceGraph, shutdown: ShutdownStack): Promise<RunningS
     tenants: g.tenants,
     db,
     boot: { ms, liveSessions: g.liveSessions },
-    expireDue: () => expiry.now() as Promise<number>,
+    expireDue,
     flushRecords: () => records.flush(),
     metrics,
     metricsPort: g.metricsPort,
