@@ -210,7 +210,7 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
   if (reconciler) shutdown.defer(() => reconciler.close())
   const callCounter = createCallCounter(engine)
   // Every consumer of committed changes listens before the first part that commits is built.
-  subscribe({ hub, bus, log, db, stream, dispatcher, callCounter, tenants, optOuts, reconciler, shutdown })
+  subscribe({ hub, bus, log, db, stream, dispatcher, callCounter, metrics, tenants, optOuts, reconciler, shutdown })
 
   const runner = createSessionRunner({
     // A session's events keep their order behind the call records queued before them (contract D6); while
@@ -285,7 +285,7 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
  * counter; and what the other nodes committed, from the bus.
  */
 function subscribe(d: {
-  hub: Hub; bus: Bus; log: Logger; db: Database; stream: Stream; dispatcher: Dispatcher; callCounter: CallCounter
+  hub: Hub; bus: Bus; log: Logger; db: Database; stream: Stream; dispatcher: Dispatcher; callCounter: CallCounter; metrics: ServiceMetrics
   tenants: TenantDirectory; optOuts: OptOuts; reconciler: ReturnType<typeof createReconciler> | null; shutdown: ShutdownStack
 }): void {
   const { hub, bus, stream, dispatcher, callCounter, reconciler } = d
@@ -304,16 +304,18 @@ function subscribe(d: {
   })
 
   // In this order, for every commit: the call counter (records only), this node's WebSocket
-  // clients, the other nodes, the webhook dispatcher.
+  // clients, the other nodes, the webhook dispatcher, the metrics.
   hub.on('records', envelopes => callCounter.committed(envelopes))
   const toClients = (envelopes: EventEnvelope[]) => { for (const e of envelopes) ordered.local(e) }
   const toOthers = (envelopes: EventEnvelope[], first: BusMessage[] = []) =>
     bus.publish([...first, ...envelopes.map(envelope => ({ kind: 'event' as const, envelope }))])
   const toDispatcher = (envelopes: EventEnvelope[]) => { if (envelopes.length) dispatcher.wake() }
   for (const kind of ['records', 'events'] as const) {
-    hub.on(kind, envelopes => { toClients(envelopes); toOthers(envelopes); toDispatcher(envelopes) })
+    hub.on(kind, envelopes => { toClients(envelopes); toOthers(envelopes); toDispatcher(envelopes); d.metrics.committed(envelopes) })
   }
-  hub.on('session', (id, version, envelopes) => { toClients(envelopes); toOthers(envelopes, [{ kind: 'session', id, version }]); toDispatcher(envelopes) })
+  hub.on('session', (id, version, envelopes) => {
+    toClients(envelopes); toOthers(envelopes, [{ kind: 'session', id, version }]); toDispatcher(envelopes); d.metrics.committed(envelopes)
+  })
   // A tenant change is answered for once the other nodes can read it (bounded: Redis never holds a request up).
   hub.on('tenant', (id, waitUntil) => {
     bus.publish([{ kind: 'tenant', id }])

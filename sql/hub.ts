@@ -1,7 +1,8 @@
 // The one in-process event hub (nanoevents): what changed through this node, emitted where it was
 // committed. The record writer, the session runner, the pool alerter, the tenant directory and the
 // opt-out store emit into it; the composition root (gateway/compose.ts) subscribes the call
-// counter, the event order (WebSocket stream), the bus, the webhook dispatcher and the metrics.
+// counter, the event order (WebSocket stream), the bus, the webhook dispatcher and the metrics
+// (maskline_events_committed_total).
 // Emitters never know who listens: adding a consumer of committed changes is one `hub.on` there.
 //
 // It lives in sql/ because its lowest emitter (the record writer) does; its payloads are the
