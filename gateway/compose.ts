@@ -117,14 +117,12 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
   if (!opts.db) shutdown.defer(() => db.close())
   // The metrics listener opens first: a slow boot shows on it (maskline_ready 0). It is not
   // worth refusing traffic for: a port in use is logged and the service runs without it.
-  let metricsPort: number | null = null
-  if (cfg.metricsPort !== null) {
-    const m = await listenMetrics(metrics.registry, cfg.host, cfg.metricsPort).catch(err => {
-      log.warn({ code: 'metrics-listen', port: cfg.metricsPort, error: err }, 'metrics listener not started')
-      return null
-    })
-    if (m) { metricsPort = m.port; shutdown.defer(() => m.close()) }
-  }
+  const metricsListener = cfg.metricsPort === null ? null : await listenMetrics(metrics.registry, cfg.host, cfg.metricsPort).catch(err => {
+    log.warn({ code: 'metrics-listen', port: cfg.metricsPort, error: err }, 'metrics listener not started')
+    return null
+  })
+  if (metricsListener) shutdown.defer(() => metricsListener.close())
+  const metricsPort = metricsListener?.port ?? null
   await migrate(db.pool)
   await seedNumbers(db.pool, cfg.numberPool, cfg.provider)
 
