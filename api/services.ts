@@ -1,4 +1,4 @@
-// What route handlers get from the composition root (gateway/service.ts builds it).
+// What route handlers get from the composition root (gateway/compose.ts builds it).
 // Handlers depend on these structural interfaces, never on how the process was wired.
 import type { DatabasePool } from 'slonik'
 import type { Logger } from 'pino'
@@ -41,10 +41,6 @@ export interface SessionCommands {
   unbindNumber(tenantId: string, number: string): Promise<UnbindResult>
 }
 
-export interface TenantLookup {
-  get(id: string): Promise<{ id: string; salt: Buffer; status: string } | null>
-}
-
 /** Contract 2.9, one per region and provider. */
 export interface PoolEntry { region: string; provider?: string; total: number; available: number; inUse: number; cooldown: number }
 
@@ -67,29 +63,23 @@ export interface Services {
    * directory; the one instance shared by the HTTP routes and the WebSocket upgrade.
    */
   authenticator: Authenticator
-  sessions?: SessionCommands
-  tenants?: TenantLookup
+  sessions: SessionCommands
   /** Sliding-window limiter (contract 8): api/rate-limit/limiter.ts composeRateLimiter, over Redis with REDIS_URL. */
   rateLimiter: RateLimiter
-  /** Pool counts per region and provider (contract 4.8) from the engine; counted in Postgres otherwise. */
-  poolCounts?: () => PoolEntry[]
-  /** Provider circuit breakers (contract 4.11); an empty list otherwise. */
-  cpaasHealth?: () => ProviderHealth[]
+  /** Pool counts per region and provider (contract 4.8), from the engine. */
+  poolCounts: () => PoolEntry[]
+  /** Provider circuit breakers (contract 4.11); an empty list for the sandbox. */
+  cpaasHealth: () => ProviderHealth[]
   /**
    * Called after a tenant, its configuration or its API keys changed through this node; the
    * change is answered for once the promise settles (the other nodes have been told).
    */
-  onTenantChanged?: (tenant: TenantRouting) => void | Promise<void>
+  onTenantChanged: (tenant: TenantRouting) => void | Promise<void>
   /** The webhook dispatcher (gateway/webhooks/dispatcher.ts), told to poll after a route wrote outbox rows. */
-  webhookDispatcher?: WebhookWake
+  webhookDispatcher: WebhookWake
 }
 
 /** What the routes need of the webhook dispatcher (structural, so api/ imports nothing of gateway/). */
 export interface WebhookWake {
   wake(): void
-}
-
-export function sessionsOf(s: Services): SessionCommands {
-  if (!s.sessions) throw new Error('session commands are not wired')
-  return s.sessions
 }

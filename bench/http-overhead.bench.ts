@@ -30,6 +30,7 @@ import { createHttpApp } from '../gateway/http/app.js'
 import { compilePicker } from '../gateway/http/serialize.js'
 import { checker } from '../gateway/http/compile.js'
 import { activeTenants } from '../test/support/auth-directory.js'
+import { unwired } from '../test/support/unwired.js'
 import { TIER_LIMITS } from '../engine/types.js'
 
 const TENANT = '01890a5d-ac96-774b-bcce-b302099a8057'
@@ -58,6 +59,7 @@ function fakeServices(): Services {
     // is what is measured. (Not a limit of 1e9: the limiter keeps a ring of `limit` slots per key,
     // and a billion slots ran the process out of memory.)
     rateLimiter: composeRateLimiter({ shared: { hit: (key: string) => inner.hit(key, ADMIT.limit, ADMIT.windowMs) }, now: Date.now, log }),
+    ...unwired(),
   }
 }
 

@@ -11,6 +11,7 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import type { PoolCount } from '../engine/engine.js'
 import { regionCounts } from '../engine/pool-alerts.js'
 import type { BatchStats } from '../sql/create-batcher.js'
+import { EVENT_TYPES, type EventEnvelope } from '../sql/vocabulary/event-envelope.js'
 
 /** Upper bounds of the request latency histogram, in seconds. */
 export const LATENCY_BUCKETS: readonly number[] = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -114,6 +115,8 @@ export interface ServiceMetrics {
   streamClosed(code: number): void
   /** contract D12: a create refused with 503 pool-exhausted. */
   poolExhausted(): void
+  /** Outbox events this node committed (the event hub's records, session and events). */
+  committed(events: readonly EventEnvelope[]): void
   /** Sources read on scrape; set once the service has them. */
   sources: MetricSources
 }
@@ -155,6 +158,18 @@ export function createServiceMetrics(o: { routes?: Iterable<string>; defaults?: 
     name: 'maskline_pool_exhausted_total', help: 'Session creates refused on this node with 503 pool-exhausted (no proxy number could carry the session)',
     registers: [registry],
   })
+
+  const committed = new Counter({
+    name: 'maskline_events_committed_total',
+    help: 'Events committed on this node by type (each goes to the WebSocket stream, the other nodes and the webhook dispatcher)',
+    labelNames: ['type'], registers: [registry],
+  })
+  const committedByType = new Map<string, { inc(): void }>()
+  for (const type of EVENT_TYPES) {
+    const child = committed.labels(type)
+    child.inc(0)
+    committedByType.set(type, child)
+  }
 
   const gauge = (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void | Promise<void>) =>
     new Gauge({ name, help, labelNames, registers: [registry], collect() { return collect(this) } })
@@ -229,6 +244,7 @@ export function createServiceMetrics(o: { routes?: Iterable<string>; defaults?: 
     callback: (ch, out) => cbChildren[`${ch}:${out}`]!.inc(),
     webhook: out => webhooks.labels(out).inc(),
     poolExhausted: () => exhausted.inc(),
+    committed: events => { for (const e of events) committedByType.get(e.type)?.inc() },
     streamClosed(code) {
       closes.labels(code === 1001 ? 'shutdown' : code === 1008 ? 'token_expired' : code === 1006 ? 'abnormal' : code === 1000 ? 'normal' : 'other').inc()
     },

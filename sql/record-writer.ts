@@ -17,7 +17,7 @@
 //   read back when their turn comes. The journal is also what a crash or a stop leaves behind:
 //   boot replays it (`replay`) before serving.
 // - Every promise this returns settles, and nothing here can wedge the queue: a throw anywhere in
-//   an apply or in `announce` is caught, reported, and the next batch goes on.
+//   an apply or in a hub listener is caught, reported, and the next batch goes on.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { DatabasePool } from 'slonik'
 import type { EventEnvelope } from './vocabulary/event-envelope.js'
@@ -25,20 +25,22 @@ import { Recent } from '../engine/recent.js'
 import type { SmsStatus } from '../engine/types.js'
 import { errorCode, guard, toStoreError } from './errors.js'
 import type { Journal, JournalEntry, ReplayBatch } from './journal.js'
+import type { Hub } from './hub.js'
+import { applyOps } from './record-apply.js'
 import {
-  applyOps, failedResult, opsJson, type CALL_START, type CallCallback, type CallInsert, type CallState, type Effects, type OpData, type Result,
+  failedResult, opsJson, type CALL_START, type CallCallback, type CallInsert, type CallState, type Effects, type OpData, type Result,
   type SmsClaim, type SmsInsert,
-} from './record-apply.js'
+} from './record-ops.js'
 import { directPool, directTransaction } from './direct.js'
 import { transact } from './transaction.js'
 
-export { CALL_START, type CallCallback, type CallInsert, type CallKey, type Effects, type SmsClaim, type SmsInsert } from './record-apply.js'
+export { CALL_START, type CallCallback, type CallInsert, type CallKey, type Effects, type SmsClaim, type SmsInsert } from './record-ops.js'
 
 export interface RecordWriter {
   /**
    * Resolves with the id stored for this provider call id (an earlier one on replay), null when
    * it was refused. `events` are written with a new row only; CALL_START: the voice fetch's own,
-   * made from the row when it is applied (sql/record-apply.ts callStartEvents).
+   * made from the row when it is applied (sql/record-ops.ts callStartEvents).
    */
   upsertCall(row: CallInsert, events?: EventEnvelope[] | typeof CALL_START): Promise<string | null>
   /** A status, dial-status or recording callback; true when it changed the call. */
@@ -104,8 +106,8 @@ export interface RecordWriterOptions {
   /** Backoff of a failed apply: first wait and cap. */
   retryMs?: { first: number; max: number }
   onError?: (code: string) => void
-  /** After commit: the events just written (stream, other nodes, webhook dispatcher). */
-  announce?: (events: EventEnvelope[]) => void
+  /** After commit, `records` with the events just written (stream, other nodes, webhook dispatcher). */
+  hub?: Hub
 }
 
 /** Young calls remembered (two generations of half this), so their callbacks need no read. */
@@ -122,7 +124,7 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
   const journalAfterMs = opts.journalAfterMs ?? 2 * flushMs
   const retryMs = opts.retryMs ?? { first: 50, max: 1_000 }
   const onError = opts.onError ?? (() => {})
-  const announce = opts.announce ?? (() => {})
+  const hub = opts.hub ?? null
   const calls = new CallMemory(CALL_CACHE, CALL_CACHE_MS)
   const stats: WriterStats = { pending: 0, spilled: 0, retries: 0, refused: 0 }
 
@@ -316,9 +318,9 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
     } catch (err) {
       onError(errorCode(err)) // a bug in apply: report it, answer failure, keep the queue going
     }
-    if (events.length > 0) {
+    if (events.length > 0 && hub) {
       try {
-        announce(events)
+        hub.emit('records', events)
       } catch (err) {
         onError(errorCode(err))
       }

@@ -91,7 +91,7 @@ export async function createPinned(d: RunnerDeps, tenantId: string, body: Pinned
   if (res !== 'ok') throw new ApiProblem(res)
   try { d.engine.commit(plan) } catch { d.engine.load(plan.next) }
   if (body.metadata !== undefined) d.engine.live(id)?.setMetadata(jsonbText(metadata))
-  d.announce(id, plan.next.version, envelopes)
+  d.hub.emit('session', id, plan.next.version, envelopes)
   return plan.next
 }
 

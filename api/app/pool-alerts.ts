@@ -15,9 +15,10 @@
 import type { Logger } from 'pino'
 import type { Engine } from '../../engine/index.js'
 import { PoolAlerts, type PoolCrossing, type PoolLevel } from '../../engine/pool-alerts.js'
-import { newEnvelope, type EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
+import { newEnvelope } from '../../sql/vocabulary/event-envelope.js'
 import { loadPoolAlertLevels, recordPoolCrossing } from '../../sql/pool-alerts.js'
 import type { Db } from '../../sql/transaction.js'
+import type { Hub } from '../../sql/hub.js'
 
 export const POOL_CHECK_MS = 1_000
 
@@ -26,8 +27,8 @@ export interface PoolAlerterDeps {
   engine: Pick<Engine, 'poolCounts' | 'tenantsLiveIn'>
   log: Logger
   now: () => number
-  /** After commit: this node's stream clients, the other nodes, the webhook dispatcher. */
-  announce: (envelopes: EventEnvelope[]) => void
+  /** After commit, `events` (this node's stream clients, the other nodes, the webhook dispatcher). */
+  hub: Hub
   checkMs?: number
 }
 
@@ -44,7 +45,7 @@ export async function startPoolAlerter(d: PoolAlerterDeps) {
     if (envelopes === null) return // another node announced it
     d.log.warn({ code: 'pool-low', state, alertLevel: c.to, ...counts, tenants: envelopes.length }, // `level` is pino's
       c.to === 0 ? 'proxy pool recovered' : 'proxy pool low')
-    d.announce(envelopes)
+    d.hub.emit('events', envelopes)
   }
 
   /** One check now; crossings are announced before it resolves (tests drive it). */

@@ -3,20 +3,20 @@
 // the engine's memory, announced to the other nodes and fanned out to the WebSocket stream.
 // Commands on one session run one at a time through the engine's mailboxes.
 import type { DatabasePool } from 'slonik'
-import { expiryEvent, type Engine, type Mailboxes, type EngineEvent, type LiveSnapshot, type Plan } from '../../engine/index.js'
+import { type Engine, type Mailboxes, type EngineEvent, type LiveSnapshot, type Plan } from '../../engine/index.js'
 import { Channel, type E164, type SessionId, type SessionRecord, type TenantId } from '../../engine/types.js'
 import { buildEnvelope, type EventEnvelope } from '../../sql/vocabulary/event-envelope.js'
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { ApiProblem, JsonText } from '../route.js'
 import type { CreateSessionBody, PatchSessionBody, SessionView } from '../schemas/session.js'
-import { METADATA_MAX_BYTES } from '../schemas/session.js'
 import { jsonbText } from '../../sql/jsonb-text.js'
 import * as store from '../../sql/sessions.js'
-import { channelNames } from '../../sql/sessions.js'
-import { getLiveSessionStates } from '../../sql/session-load.js'
 import type { TenantDirectory } from './tenant-directory.js'
 import { isoTime as iso } from '../../sql/vocabulary/iso-time.js'
+import type { Hub } from '../../sql/hub.js'
 import { bindTenantNumber, createPinned, unbindTenantNumber, type PinnedCreateInput } from './pinned-create.js'
+import { createExpiry } from './session-expiry.js'
+import { checkMetadataSize, viewJson, viewOf } from './session-view.js'
 
 export interface RunnerDeps {
   db: DatabasePool
@@ -26,8 +26,8 @@ export interface RunnerDeps {
   cipher: { encrypt(e164: string): Buffer; decrypt(b: Buffer): string }
   hashParty: (salt: Buffer, e164: string) => string
   now: () => number
-  /** After commit: other nodes, the WebSocket stream, the webhook dispatcher. */
-  announce: (sessionId: string, version: number, envelopes: EventEnvelope[]) => void
+  /** After commit, `session` (other nodes, the WebSocket stream, the webhook dispatcher). */
+  hub: Hub
   /**
    * Commits what the record writer holds (call and SMS records and their events). Awaited before a
    * session command commits, so an event of a call routed on this node before the command has a
@@ -42,7 +42,6 @@ export interface RunnerDeps {
 export interface CreateResult { status: number; body: unknown; replayed: boolean }
 
 const MAX_ALLOCATION_TRIES = 8
-const EXPIRY_BATCH = 5_000
 const MINUTE = 60_000
 /** stickyProxy (contract D10): how far back a pair's previous session counts. */
 const STICKY_WINDOW_MS = 30 * 24 * 60 * MINUTE
@@ -66,8 +65,6 @@ export function envelopesOf(events: EngineEvent[]): EventEnvelope[] {
 }
 
 export function createSessionRunner(d: RunnerDeps) {
-  /** Expired in memory, not yet written (the database refused): retried by the next sweep. */
-  const unwritten: SessionRecord[] = []
   /** Postgres has committed: memory must follow even if a racing plan from this node got there
    * first (commit refuses a clash; load() makes memory match the committed record). */
   function commitOrLoad(plan: Extract<Plan, { ok: true }>) {
@@ -145,7 +142,7 @@ export function createSessionRunner(d: RunnerDeps) {
       if (res === 'ok') {
         commitOrLoad(plan)
         if (body.metadata !== undefined) d.engine.live(id)?.setMetadata(jsonbText(metadata))
-        d.announce(id, plan.next.version, envelopes)
+        d.hub.emit('session', id, plan.next.version, envelopes)
         return { status: 201, body: view, replayed: false }
       }
       if (res === 'tier-session-limit') throw new ApiProblem('tier-session-limit')
@@ -229,7 +226,7 @@ export function createSessionRunner(d: RunnerDeps) {
         if (restart) d.engine.live(id as SessionId)?.noteActivity(now)
         // jsonb's `||`, as the UPDATE did: the patch's top-level keys replace.
         if (patch && live) d.engine.live(id as SessionId)?.setMetadata(jsonbText({ ...JSON.parse(live.metadataJson) as object, ...patch }))
-        d.announce(id, next.version, envelopes)
+        d.hub.emit('session', id, next.version, envelopes)
         return await view(tenantId, id)
       }
     })
@@ -284,76 +281,6 @@ export function createSessionRunner(d: RunnerDeps) {
     })
   }
 
-  /** Contract 3.1 expiry of what tick() handed out; the database decides who writes the event. */
-  async function expire(due: SessionRecord[]): Promise<number> {
-    if (!due.length) return 0
-    await d.flushRecords?.()
-    let written = 0
-    for (let i = 0; i < due.length; i += 500) {
-      const batch = due.slice(i, i + 500)
-      const byId = new Map<string, EventEnvelope[]>()
-      let expired: string[]
-      try {
-        expired = await store.expireSessions(d.db, batch, rec => {
-          const envs = envelopesOf([expiryEvent(rec)])
-          byId.set(rec.id, envs)
-          return envs
-        })
-      } catch (err) {
-        unwritten.push(...due.slice(i))
-        throw err
-      }
-      for (const id of expired) {
-        const rec = batch.find(r => r.id === id)
-        d.announce(id, rec?.version ?? 0, byId.get(id) ?? [])
-      }
-      written += expired.length
-    }
-    return written
-  }
-
-  /**
-   * contract D10: sessions idle past their inactivity timeout end as POST /end would, once, whatever
-   * node's deadline fires first: the store writes the end only if the session is still at the
-   * version memory planned from, still ACTIVE and idle as it knows it (the calls and SMS of every
-   * node). A session it refuses is reloaded if another node changed it, and re-armed from the
-   * activity the store saw; one it could not reach is re-armed as it was, for the next sweep.
-   */
-  async function endIdle(recs: SessionRecord[]): Promise<void> {
-    if (recs.length === 0) return
-    const now = d.now()
-    const ends: store.IdleEnd[] = []
-    for (const prev of recs) {
-      const plan = d.engine.plan(prev, { type: 'end' }, now)
-      const minutes = prev.inactivityTimeoutMinutes ?? 0
-      if (!plan.ok || !plan.changed || minutes === 0) d.engine.resumeIdle(prev.id, null)
-      else ends.push({ prev, next: plan.next, idleBefore: now - minutes * MINUTE })
-    }
-    let res: Awaited<ReturnType<typeof store.endIdleSessions>>
-    try {
-      res = await store.endIdleSessions(d.db, ends)
-    } catch (err) {
-      for (const e of ends) d.engine.resumeIdle(e.prev.id, null)
-      throw err
-    }
-    const ended = new Set(res.ended)
-    const refused: string[] = []
-    for (const e of ends) {
-      if (ended.has(e.prev.id)) {
-        commitOrLoad({ ok: true, prev: e.prev, next: e.next, events: [], changed: true })
-        d.announce(e.prev.id, e.next.version, [])
-      } else {
-        refused.push(e.prev.id)
-      }
-    }
-    if (refused.length === 0) return
-    try {
-      for (const s of await getLiveSessionStates(d.db, refused, d.cipher)) d.engine.load(s.rec, s.extras)
-    } finally {
-      for (const id of refused) d.engine.resumeIdle(id as SessionId, res.activeAt.get(id) ?? null)
-    }
-  }
-
   return {
     create,
     /** docs/dual-proxy.md: a session on the numbers given (api/app/pinned-create.ts). */
@@ -373,78 +300,8 @@ export function createSessionRunner(d: RunnerDeps) {
         ...(body.inactivityTimeoutMinutes !== undefined ? { inactivityTimeoutMinutes: body.inactivityTimeoutMinutes } : {}),
       }, body.metadata ? { metadataPatch: body.metadata } : {})
     },
-    /** Expiry (contract 3.1): the engine expires in memory; the database decides who writes the event. */
-    async expireDue(): Promise<number> {
-      // Bounded per sweep so a burst of deadlines never blocks the event loop; the rest stop
-      // routing at expiresAt anyway and expire on the next sweep. The engine forgets a session
-      // when it ticks it, so what the database did not take (it was down) is kept and retried:
-      // expireSessions only moves rows that are still live, so a retry is safe.
-      const due = [...unwritten.splice(0), ...d.engine.tick(d.now(), EXPIRY_BATCH)]
-      // contract D10: what tick() found idle is ended (or re-armed) whatever becomes of the expiries.
-      const idle = d.engine.idleDue()
-      try {
-        return await expire(due)
-      } finally {
-        await endIdle(idle)
-      }
-    },
+    expireDue: createExpiry(d, commitOrLoad),
   }
-
 }
 
 export type SessionRunner = ReturnType<typeof createSessionRunner>
-
-function checkMetadataSize(m: Record<string, unknown> | undefined) {
-  if (m && Buffer.byteLength(JSON.stringify(m)) > METADATA_MAX_BYTES) {
-    throw new ApiProblem('validation', `metadata must be at most ${METADATA_MAX_BYTES} bytes serialized`, {
-      errors: [{ field: 'metadata', issue: 'too_large' }],
-    })
-  }
-}
-
-export function viewOf(rec: SessionRecord, metadata: Record<string, unknown>, callCount: number, lastCallAt: number | null): SessionView {
-  return {
-    id: rec.id,
-    tenantId: rec.tenantId,
-    proxyNumber: rec.proxyNumber,
-    state: rec.state,
-    directionMode: rec.directionMode,
-    metadata,
-    gracePeriodMinutes: rec.gracePeriodMinutes,
-    maxDurationMinutes: rec.maxDurationMinutes,
-    recordingEnabled: rec.recordingEnabled,
-    consentPrompt: rec.consentPrompt,
-    expiresAt: iso(rec.expiresAt),
-    createdAt: iso(rec.createdAt),
-    activatedAt: iso(rec.activatedAt),
-    endedAt: rec.endedAt === null ? null : iso(rec.endedAt),
-    expiredAt: rec.expiredAt === null ? null : iso(rec.expiredAt),
-    callCount,
-    lastCallAt: lastCallAt === null ? null : iso(lastCallAt),
-    channels: channelNames(rec.channels),
-    inactivityTimeoutMinutes: rec.inactivityTimeoutMinutes ?? null,
-  }
-}
-
-const CHANNELS_JSON = { 1: JSON.stringify(channelNames(1)), 2: JSON.stringify(channelNames(2)), both: JSON.stringify(channelNames(3)) }
-
-/**
- * viewOf's answer as JSON text, written directly: a live session's GET skips parsing
- * its metadata, the view object, the allow-list copy and JSON.stringify (~2.5 µs of a ~18 µs read,
- * bench/RESULTS.md, "What moved the figures", 4e6f263). The fields in the schema's order; the metadata as stored
- * (JSON text in jsonb's key order); ids, enums, numbers and timestamps need no escaping.
- * test/api/sessions-memory-read.test.ts compares it with Postgres's answer in every state, and
- * with checkResponses every answer is checked against the schema (gateway/http/app.ts).
- */
-export function viewJson(rec: SessionRecord, metadataJson: string, callCount: number, lastCallAt: number | null): JsonText {
-  const channels = rec.channels === 1 ? CHANNELS_JSON[1] : rec.channels === 2 ? CHANNELS_JSON[2] : CHANNELS_JSON.both
-  return new JsonText(`{"id":"${rec.id}","tenantId":"${rec.tenantId}","proxyNumber":${JSON.stringify(rec.proxyNumber)},"state":"${rec.state}",` +
-    `"directionMode":"${rec.directionMode}","metadata":${metadataJson},"gracePeriodMinutes":${rec.gracePeriodMinutes},` +
-    `"maxDurationMinutes":${rec.maxDurationMinutes},"recordingEnabled":${rec.recordingEnabled},"consentPrompt":"${rec.consentPrompt}",` +
-    `"expiresAt":"${iso(rec.expiresAt)}","createdAt":"${iso(rec.createdAt)}","activatedAt":"${iso(rec.activatedAt)}",` +
-    `"endedAt":${jsonIso(rec.endedAt)},"expiredAt":${jsonIso(rec.expiredAt)},"callCount":${callCount},"lastCallAt":${jsonIso(lastCallAt)},` +
-    `"channels":${channels},"inactivityTimeoutMinutes":${rec.inactivityTimeoutMinutes ?? null}}`)
-}
-
-/** A timestamp as a JSON value: a quoted ISO string, or null (sql/transaction.ts isoOrNull gives the bare string). */
-const jsonIso = (ms: number | null): string => ms === null ? 'null' : `"${iso(ms)}"`

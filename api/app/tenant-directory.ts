@@ -17,6 +17,7 @@
 import type { DatabasePool } from 'slonik'
 import { TIER_LIMITS, type ConsentPrompt, type E164, type TenantId, type TenantRouting } from '../../engine/types.js'
 import type { AuthDirectory } from '../auth/authenticate.js'
+import { emitTenantChange, type Hub } from '../../sql/hub.js'
 import {
   findCredential, getTenantState, liveCredentialsFingerprint, liveCredentialsOf, loadLiveCredentials, loadTenantStates, setTenantStatus,
   type ApiCredential, type TenantState, type TenantStatus,
@@ -37,8 +38,8 @@ export interface TenantInfo extends TenantRouting {
 export interface TenantDirectoryOptions {
   /** Told of every tenant loaded or changed (the engine's routing: `engine.upsertTenant`). */
   upsert?: (t: TenantInfo) => void
-  /** A tenant or its keys changed through this node: tell the other nodes (the bus); resolves once they can read it. */
-  announce?: (tenantId: string) => Promise<void>
+  /** A tenant or its keys changed through this node: `tenant` (the bus tells the other nodes). */
+  hub?: Hub
 }
 
 function toInfo(r: TenantState): TenantInfo {
@@ -67,7 +68,7 @@ const keyOf = (keyHash: Buffer) => keyHash.toString('base64')
 export class TenantDirectory implements AuthDirectory {
   readonly #db: DatabasePool
   readonly #upsert: (t: TenantInfo) => void
-  readonly #announce: (tenantId: string) => Promise<void>
+  readonly #hub: Hub | null
   readonly #tenants = new Map<string, TenantInfo>()
   /** Live credentials by the base64 of their key hash. */
   readonly #keys = new Map<string, ApiCredential>()
@@ -83,7 +84,7 @@ export class TenantDirectory implements AuthDirectory {
   constructor(db: DatabasePool, opts: TenantDirectoryOptions = {}) {
     this.#db = db
     this.#upsert = opts.upsert ?? (() => {})
-    this.#announce = opts.announce ?? (async () => {})
+    this.#hub = opts.hub ?? null
   }
 
   /** Boot: every tenant and every live credential. */
@@ -182,7 +183,7 @@ export class TenantDirectory implements AuthDirectory {
    */
   changedHere(routing: TenantChange | { id: string }): Promise<void> {
     this.changed(routing)
-    return this.#announce(routing.id)
+    return this.#hub ? emitTenantChange(this.#hub, routing.id) : Promise.resolve()
   }
 
   /** Suspends or reinstates a tenant (the operator's path, see sql/tenants.ts setTenantStatus), on every node. */

@@ -2,7 +2,7 @@
 // in a single Lua script, so concurrent requests on several nodes cannot both take the last slot.
 // Time comes from the caller (an injectable clock; nodes are NTP-synchronised). Keys expire
 // with the window, so idle tenants leave nothing behind.
-// Give it a connection without an offline queue (gateway/service.ts): while Redis is unreachable
+// Give it a connection without an offline queue (gateway/redis.ts): while Redis is unreachable
 // a command then fails at once instead of waiting for the reconnect, and composeRateLimiter
 // (limiter.ts) turns failures and slow answers into an `unavailable` decision (contract D13).
 import { randomBytes } from 'node:crypto'

@@ -41,7 +41,6 @@ function routingOf(t: TenantRow): TenantRouting & { smsTexts: { smsOptOutText: s
  */
 export async function notifyTenantChanged(services: Services, tenantId: string, row?: TenantRow): Promise<void> {
   services.authenticator.changed(tenantId)
-  if (!services.onTenantChanged) return
   const t = row ?? await getTenant(services.db, tenantId)
   if (t) await services.onTenantChanged(routingOf(t))
 }

@@ -25,7 +25,7 @@ export type HealthChecks = () => Promise<{ postgres: string; redis: string }>
 const iso = (t: number | string | null): string | null => (t === null ? null : typeof t === 'number' ? new Date(t).toISOString() : t)
 
 /**
- * `checks`: the probes, from the composition root (gateway/service.ts: a Postgres ping, and Redis
+ * `checks`: the probes, from the composition root (gateway/routes.ts: a Postgres ping, and Redis
  * when configured, each 'down' after 2 s); a required argument, so there is no fallback to drift from.
  */
 export function healthRoutes(checks: HealthChecks): RouteDef[] {
@@ -45,7 +45,7 @@ export function healthRoutes(checks: HealthChecks): RouteDef[] {
       method: 'GET', path: '/v1/health/cpaas', auth: 'none', summary: 'Telephony provider circuit breakers',
       response: { 200: CpaasView }, problems: [],
       handler(req) {
-        const providers = (req.services.cpaasHealth?.() ?? []).map(p => ({ ...p, openedAt: iso(p.openedAt) }))
+        const providers = req.services.cpaasHealth().map(p => ({ ...p, openedAt: iso(p.openedAt) }))
         return { status: 200, body: { providers, timestamp: new Date(req.services.now()).toISOString() } }
       },
     }),

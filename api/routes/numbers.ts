@@ -22,7 +22,7 @@ export const numberRoutes: RouteDef[] = [
     method: 'GET', path: '/v1/numbers/pool', auth: 'tenant', summary: 'Pool counts per region and provider',
     response: { 200: Type.Object({ pools: Type.Array(PoolEntryView) }) }, problems: ['unauthorized', 'forbidden', 'rate-limit'],
     handler(req) {
-      return { status: 200, body: { pools: req.services.poolCounts?.() ?? [] } }
+      return { status: 200, body: { pools: req.services.poolCounts() } }
     },
   }),
   route({

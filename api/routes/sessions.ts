@@ -11,7 +11,7 @@ import {
 import { CallView, CallWithConsentView, RecordListQuery, SmsView } from '../schemas/records.js'
 import * as sessions from '../../sql/sessions.js'
 import * as records from '../../sql/records.js'
-import { sessionsOf } from '../services.js'
+import type { Services } from '../services.js'
 
 const IDEMPOTENCY_KEY_MAX = 255
 
@@ -32,7 +32,7 @@ export const sessionRoutes: RouteDef[] = [
         })
       }
       const idem = key ? { key, requestHash: hash('sha256', JSON.stringify(req.body), 'hex') } : undefined
-      const res = await sessionsOf(req.services).create(tenantId(req), req.body, idem)
+      const res = await req.services.sessions.create(tenantId(req), req.body, idem)
       return { status: res.status, body: res.body, ...(res.replayed ? { headers: { 'idempotent-replayed': 'true' } } : {}) }
     },
   }),
@@ -52,7 +52,7 @@ export const sessionRoutes: RouteDef[] = [
     query: VerifyQuery, response: { 200: VerifyResult },
     problems: ['validation', 'unauthorized', 'forbidden', 'rate-limit'],
     async handler(req) {
-      const found = await sessionsOf(req.services).verify(tenantId(req), (req.query as { userPhone: string }).userPhone)
+      const found = await req.services.sessions.verify(tenantId(req), (req.query as { userPhone: string }).userPhone)
       return { status: 200, body: found ? { verified: true, ...found } : { verified: false } }
     },
   }),
@@ -61,7 +61,7 @@ export const sessionRoutes: RouteDef[] = [
     params: SessionIdParams, response: { 200: SessionView },
     problems: ['not-found', 'unauthorized', 'forbidden', 'rate-limit'],
     handler(req) {
-      const v = sessionsOf(req.services).get(tenantId(req), (req.params as { id: string }).id)
+      const v = req.services.sessions.get(tenantId(req), (req.params as { id: string }).id)
       return v instanceof Promise ? v.then(body => ({ status: 200, body })) : { status: 200, body: v }
     },
   }),
@@ -70,7 +70,7 @@ export const sessionRoutes: RouteDef[] = [
     params: SessionIdParams, body: PatchSessionBody, response: { 200: SessionView },
     problems: ['validation', 'not-found', 'unauthorized', 'forbidden', 'rate-limit'],
     async handler(req) {
-      return { status: 200, body: await sessionsOf(req.services).patch(tenantId(req), (req.params as { id: string }).id, req.body) }
+      return { status: 200, body: await req.services.sessions.patch(tenantId(req), (req.params as { id: string }).id, req.body) }
     },
   }),
   route({
@@ -78,7 +78,7 @@ export const sessionRoutes: RouteDef[] = [
     params: SessionIdParams, body: SwapTargetBody, response: { 200: SessionView },
     problems: ['validation', 'not-found', 'target-conflict', 'invalid-target', 'unauthorized', 'forbidden', 'rate-limit'],
     async handler(req) {
-      return { status: 200, body: await sessionsOf(req.services).swapTarget(tenantId(req), (req.params as { id: string }).id, (req.body as { customerPhone: string }).customerPhone) }
+      return { status: 200, body: await req.services.sessions.swapTarget(tenantId(req), (req.params as { id: string }).id, (req.body as { customerPhone: string }).customerPhone) }
     },
   }),
   route({
@@ -86,7 +86,7 @@ export const sessionRoutes: RouteDef[] = [
     params: SessionIdParams, response: { 200: SessionView },
     problems: ['session-end-failed', 'not-found', 'unauthorized', 'forbidden', 'rate-limit'],
     async handler(req) {
-      return { status: 200, body: await sessionsOf(req.services).end(tenantId(req), (req.params as { id: string }).id) }
+      return { status: 200, body: await req.services.sessions.end(tenantId(req), (req.params as { id: string }).id) }
     },
   }),
   route({
@@ -152,6 +152,6 @@ function pageReply<T>(page: 'bad-cursor' | { data: T[]; after: string | null }) 
 }
 
 /** 404 unless the tenant has this session (live ones are known from memory). */
-async function requireSession(services: Parameters<typeof sessionsOf>[0], tenant: string, id: string) {
-  await sessionsOf(services).get(tenant, id)
+async function requireSession(services: Services, tenant: string, id: string) {
+  await services.sessions.get(tenant, id)
 }

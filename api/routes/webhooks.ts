@@ -75,7 +75,7 @@ function cipherOf(s: Services): SecretCipher {
 }
 
 function wakeDispatcher(s: Services): void {
-  s.webhookDispatcher?.wake()
+  s.webhookDispatcher.wake()
 }
 
 const tenantOf = (req: ApiRequest): string => req.auth!.tenantId

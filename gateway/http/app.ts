@@ -1,38 +1,35 @@
-// The HTTP gateway: one uWS app serving the REST API, the provider callbacks and (through the
-// `ws` hook) the WebSocket stream (contract D1). Every request runs the same short pipeline:
+// The HTTP gateway: the REST API and the provider callbacks on one uWS app (the WebSocket stream
+// shares it: gateway/compose.ts registers it first, contract D1). Every request runs the same short pipeline:
 //   capture (sync) → body (onData, capped) → auth → tenant rate limit → parse + validate →
 //   handler → allow-list serialization → corked write → one log line.
-import { isDeepStrictEqual } from 'node:util'
 import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import { accessLineWriter, type AccessLine } from '../../api/log.js'
 import { TIER_LIMITS } from '../../engine/types.js'
 import type { Authenticator } from '../../api/auth/authenticate.js'
-import { renderProblem, type FieldIssue, type ProblemSlug } from '../../api/problems.js'
 import { rateLimitHeaders, WINDOW_MS, type RateDecision, type RateLimiter } from '../../api/rate-limit/limiter.js'
-import { ApiProblem, JsonText, type ApiReply, type ApiRequest, type AuthContext, type RouteDef } from '../../api/route.js'
+import { ApiProblem, type ApiReply, type AuthContext, type RouteDef } from '../../api/route.js'
 import type { Services } from '../../api/services.js'
-import { hasUnicodeEscape, isUtf8, uncleanTextAt, UNCLEAN_TEXT_DETAIL } from '../../api/text-guard.js'
-import { formFromPairs, formPairs, type FormPair } from '../../api/cpaas/form.js'
+import { formPairs, type FormPair } from '../../api/cpaas/form.js'
 import type { SignedRequest, VerifyResult } from '../../api/cpaas/signature.js'
-import { BodyAborted, DRAIN_LIMIT, jsonNestsDeeper, MAX_JSON_DEPTH, readBody } from './body.js'
+import { BodyAborted, DRAIN_LIMIT, readBody } from './body.js'
 import { capture, type Captured } from './capture.js'
 import { clientIpResolver, type ClientIpResolver } from './client-ip.js'
 import { compileRoute, type CompiledRoute } from './compile.js'
-import { parseQuery } from './query.js'
 import { send, type Outgoing } from './respond.js'
-import { toFieldIssues } from './validation-errors.js'
-import { toStoreError } from '../../sql/errors.js'
-import { MasklineError } from '../../engine/errors.js'
+import { buildRequest } from './request.js'
+import { errorOut, problemOut, replyOut, tooLarge } from './reply.js'
 
 export interface HttpAppOptions {
   services: Services
   routes: readonly RouteDef[]
-  /** Registers WebSocket routes (`app.ws(...)`) before the 404/405 fallbacks. */
-  ws?: (app: TemplatedApp) => void
   /** Check every reply body against its response schema; a mismatch answers 500 (tests). */
   checkResponses?: boolean
-  /** Register on this app instead of a new uWS.App() (benchmarks drive the handlers in process). */
+  /**
+   * Register on this app instead of a new uWS.App(): the service's, with the WebSocket stream on it
+   * (gateway/compose.ts), or a benchmark's that drives the handlers in process. The 404/405
+   * fallbacks are registered here, after the routes.
+   */
   app?: TemplatedApp
   /** Checks the provider's signature of a `signed` route (contract D5); required when one is routed. */
   verifyCallback?: (req: SignedRequest) => VerifyResult
@@ -73,8 +70,6 @@ interface Env {
 const SLOW_US = 250_000
 
 
-const JSON_TYPE = 'application/json'
-const PROBLEM_TYPE = 'application/problem+json'
 const UWS_METHOD = { GET: 'get', POST: 'post', PATCH: 'patch', PUT: 'put', DELETE: 'del' } as const
 const EMPTY = Buffer.alloc(0)
 
@@ -106,7 +101,6 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     const compiled = compileRoute(def, env.checkResponses)
     app[UWS_METHOD[def.method]](def.path, (res, req) => onRequest(env, compiled, res, req))
   }
-  opts.ws?.(app)
   for (const [path, methods] of methodsByPath) {
     const allow = methods.join(', ')
     const own = opts.routes.find(d => d.path === path && d.refusal)?.refusal
@@ -289,120 +283,6 @@ function limiterKey(tenantId: string): string {
 function limiterDown(env: Env, err: unknown): null {
   env.log.warn({ code: 'rate-limiter', error: err }, 'rate limiter unavailable; request admitted')
   return null
-}
-
-function buildRequest(env: Env, r: CompiledRoute, c: Captured, raw: Buffer | null, auth: AuthContext | null, pairs: readonly FormPair[] | null | undefined): ApiRequest {
-  const def = r.def
-  const slug = r.validationSlug
-  const issues: FieldIssue[] = []
-  let body: unknown = undefined
-  if (r.validateBody && raw) {
-    const ct = c.headers['content-type']
-    if (raw.length > 0 && !isJson(ct)) throw new ApiProblem('unsupported-media-type', 'Send the body as application/json')
-    if (raw.length === 0) body = {}
-    else {
-      // contract D13: nesting bounded before parsing; NUL, lone surrogates, invalid UTF-8 refused.
-      if (jsonNestsDeeper(raw)) throw new ApiProblem(slug, `The body nests deeper than ${MAX_JSON_DEPTH} levels`)
-      if (!isUtf8(raw)) throw uncleanText(slug, 'body')
-      try {
-        body = JSON.parse(raw.toString('utf8'))
-      } catch {
-        throw new ApiProblem(slug, 'The body is not valid JSON')
-      }
-      const at = hasUnicodeEscape(raw) ? uncleanTextAt(body) : null
-      if (at !== null) throw uncleanText(slug, at || 'body')
-    }
-    if (!r.validateBody(body)) issues.push(...toFieldIssues(r.validateBody.errors, 'body'))
-  }
-  let query: Record<string, unknown> = {}
-  if (r.validateQuery) {
-    const parsed = parseQuery(c.rawQuery)
-    if (!parsed) throw new ApiProblem(slug, 'The query string is malformed')
-    query = parsed
-    if (!r.validateQuery(query)) issues.push(...toFieldIssues(r.validateQuery.errors))
-  }
-  const params: Record<string, unknown> = c.params
-  if (r.validateParams && !r.validateParams(params)) issues.push(...toFieldIssues(r.validateParams.errors))
-  if (issues.length) throw new ApiProblem(slug, 'The request has invalid fields', { errors: issues })
-  return {
-    body: def.rawBody ? raw : body,
-    rawBody: raw,
-    query,
-    params,
-    headers: c.headers,
-    path: c.path,
-    rawQuery: c.rawQuery,
-    ip: c.ip,
-    auth,
-    services: env.services,
-    form: pairs ? formFromPairs(pairs) : null,
-  }
-}
-
-function uncleanText(slug: 'validation' | 'validation-error', field: string): ApiProblem {
-  return new ApiProblem(slug, UNCLEAN_TEXT_DETAIL, { errors: [{ field, issue: 'invalid_text' }] })
-}
-
-function isJson(ct: string | undefined): boolean {
-  if (!ct) return false
-  const semi = ct.indexOf(';')
-  const base = (semi === -1 ? ct : ct.slice(0, semi)).trim().toLowerCase()
-  return base === JSON_TYPE || (base.startsWith('application/') && base.endsWith('+json'))
-}
-
-class UndeclaredResponse extends MasklineError {
-  constructor(status: number, why: string) {
-    super('ML_ERR_UNDECLARED_RESPONSE', `response ${status} ${why}`)
-  }
-}
-
-function replyOut(env: Env, r: CompiledRoute, reply: ApiReply): Outgoing {
-  const contentType = reply.contentType ?? r.def.contentType ?? JSON_TYPE
-  if (!r.serializers.has(reply.status)) throw new UndeclaredResponse(reply.status, 'is not declared by the route')
-  const picker = r.serializers.get(reply.status)
-  if (picker === null || reply.body === undefined) {
-    if (picker) throw new UndeclaredResponse(reply.status, 'has no body but declares one')
-    return { status: reply.status, contentType: null, body: null, headers: [reply.headers] }
-  }
-  if (contentType !== JSON_TYPE) {
-    if (typeof reply.body !== 'string' && !Buffer.isBuffer(reply.body)) throw new UndeclaredResponse(reply.status, 'is not JSON and not text')
-    return { status: reply.status, contentType, body: reply.body, headers: [reply.headers] }
-  }
-  if (reply.body instanceof JsonText) {
-    if (env.checkResponses) {
-      const parsed: unknown = JSON.parse(reply.body.text)
-      if (!r.responseChecks.get(reply.status)!(parsed)) throw new UndeclaredResponse(reply.status, 'does not match its schema')
-      if (!isDeepStrictEqual(picker!(parsed), parsed)) throw new UndeclaredResponse(reply.status, 'carries a field its schema does not declare')
-    }
-    return { status: reply.status, contentType, body: reply.body.text, headers: [reply.headers] }
-  }
-  const picked = picker!(reply.body)
-  if (env.checkResponses && !r.responseChecks.get(reply.status)!(picked)) throw new UndeclaredResponse(reply.status, 'does not match its schema')
-  return { status: reply.status, contentType, body: JSON.stringify(picked), headers: [reply.headers] }
-}
-
-function tooLarge(env: Env, r: CompiledRoute): Outgoing {
-  const detail = `The body may not exceed ${r.bodyLimit} bytes`
-  if (!r.def.refusal) return problemOut(env, 'payload-too-large', detail)
-  const own = r.def.refusal(413, detail)
-  return { status: own.status, contentType: own.contentType, body: own.body, headers: [own.headers] }
-}
-
-function problemOut(env: Env, slug: ProblemSlug, detail?: string, errors?: FieldIssue[], headers?: Record<string, string>): Outgoing {
-  // Read per answer: the service sets it once its port is bound (PORT=0 without PUBLIC_BASE_URL).
-  const doc = renderProblem(env.services.config.publicBaseUrl, slug, detail, errors)
-  return { status: doc.status, contentType: PROBLEM_TYPE, body: JSON.stringify(doc), headers: [headers], instance: doc.instance }
-}
-
-function errorOut(env: Env, err: unknown): Outgoing {
-  if (err instanceof ApiProblem) return problemOut(env, err.slug, err.detail, err.errors, err.headers)
-  // Postgres unreachable: say so, and when to come back, rather than 500.
-  const slug = toStoreError(err).slug
-  if (slug === 'unavailable' || slug === 'retryable') {
-    return problemOut(env, 'unavailable', 'The database is unreachable; retry after the Retry-After delay', undefined, { 'retry-after': '2' })
-  }
-  // Never the message: a driver error can quote a value (contract 7: no stack or driver message).
-  return problemOut(env, 'internal', 'An unexpected error occurred; retry with backoff')
 }
 
 function finish(env: Env, route: string | null, res: HttpResponse, c: Captured, out: Outgoing, auth: AuthContext | null, close = false, failure: unknown = null): void {

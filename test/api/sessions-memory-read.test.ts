@@ -113,7 +113,7 @@ t.test('live sessions are read from memory, exactly as Postgres has them', async
   })
 
   t.test('verify answers from memory as Postgres would', async t => {
-    const salt = (await api.svc.services.tenants!.get(acct.tenantId))!.salt
+    const salt = (await api.svc.tenants.get(acct.tenantId))!.salt
     async function check(phone: string, what: string) {
       const r = await api.req('GET', `/v1/sessions/verify?userPhone=${encodeURIComponent(phone)}`, auth)
       const pg = await findLiveByPartyHash(api.svc.db.pool, acct.tenantId, api.svc.services.hashParty(salt, phone))

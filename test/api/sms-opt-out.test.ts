@@ -12,6 +12,7 @@ import { Writable } from 'node:stream'
 import { sql } from 'slonik'
 import { loadConfig } from '../../gateway/config.js'
 import { startService } from '../../gateway/service.js'
+import { createHub } from '../../sql/hub.js'
 import { CallbackDriver } from '../support/callback-driver.js'
 import { DIALECTS, eventually, startProviderService, startTelnyxService } from '../support/service.js'
 import { DEFAULT_SMS_OPT_OUT_TEXT, smsKeyword } from '../../engine/sms-opt-out.js'
@@ -160,8 +161,8 @@ t.test('another node\'s opt-out reaches this node by the reconciliation sweep', 
   const api = await startTelnyxService(t)
   const { loadOptOutSet } = await import('../../api/cpaas/sms/opt-out.js')
   const acct = await api.signup()
-  const here = await loadOptOutSet(api.svc.db.pool, () => {})
-  const there = await loadOptOutSet(api.svc.db.pool, () => {}) // another node on the same Postgres
+  const here = await loadOptOutSet(api.svc.db.pool, createHub())
+  const there = await loadOptOutSet(api.svc.db.pool, createHub()) // another node on the same Postgres
   const k = { tenantId: acct.tenantId, proxy: '+12025550111', partyHash: 'ab'.repeat(32) }
   t.equal(await there.stop(k, 'x-1'), 'confirm')
   t.notOk(here.set.has(k.tenantId, k.proxy, k.partyHash), 'not seen before a sweep (the bus message was lost)')
@@ -170,10 +171,10 @@ t.test('another node\'s opt-out reaches this node by the reconciliation sweep', 
   await there.start(k)
   await here.sweep()
   t.notOk(here.set.has(k.tenantId, k.proxy, k.partyHash), 'the opt-in too')
-  const again = await loadOptOutSet(api.svc.db.pool, () => {})
+  const again = await loadOptOutSet(api.svc.db.pool, createHub())
   t.equal(again.set.size, 0, 'a boot loads only opted-out parties')
   await there.stop(k, 'x-2')
-  t.equal((await loadOptOutSet(api.svc.db.pool, () => {})).set.size, 1, 'a boot after STOP holds it')
+  t.equal((await loadOptOutSet(api.svc.db.pool, createHub())).set.size, 1, 'a boot after STOP holds it')
   t.equal(await there.stop(k, 'x-3'), 'opted-out', 'a second STOP confirms nothing')
 })
 

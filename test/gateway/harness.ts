@@ -20,6 +20,7 @@ import { createAuthenticator } from '../../api/auth/authenticate.js'
 import { createPartyHasher } from '../../sql/crypto.js'
 import { testDatabase } from '../support/db.js'
 import { retryBusy } from '../support/retry-busy.js'
+import { unwired } from '../support/unwired.js'
 
 export const BASE_URL = 'https://maskline.test'
 
@@ -108,6 +109,7 @@ export async function startApi(t: Test, opts: StartOptions = {}) {
     now: clock.now,
     // The tenant directory as a node that has just booted: each tenant loaded on first use, then kept current.
     authenticator: createAuthenticator({ jwtSecret, phoneKey, now: clock.now, directory: new TenantDirectory(db) }),
+    ...unwired(),
     ...opts.services,
     // guarded as the composition root guards it: a test's limiter stands for the shared (Redis) one
     rateLimiter: composeRateLimiter({ shared: opts.services?.rateLimiter, now: clock.now, log }),

@@ -168,6 +168,11 @@ t.test('GET /metrics on METRICS_PORT: request histograms by route pattern, callb
   t.equal(value(f, 'maskline_callbacks_total', 'maskline_callbacks_total', { channel: 'voice', outcome: 'routed' }), 1, 'routed')
   t.equal(value(f, 'maskline_callbacks_total', 'maskline_callbacks_total', { channel: 'voice', outcome: 'unknown_proxy' }), 1, 'unknown proxy')
   t.equal(value(f, 'maskline_callbacks_total', 'maskline_callbacks_total', { channel: 'sms', outcome: 'routed' }), 0, 'zero series exist before the first')
+  // The event hub's commits (sql/hub.ts): the create's session.created, the routed call's call.incoming.
+  const C = 'maskline_events_committed_total'
+  t.equal(value(f, C, C, { type: 'session.created' }), 1, 'a session command\'s event counted')
+  t.equal(value(f, C, C, { type: 'call.incoming' }), 1, 'a call record\'s event counted')
+  t.equal(value(f, C, C, { type: 'sms.received' }), 0, 'every type has its series')
   t.equal(value(f, 'maskline_live_sessions', 'maskline_live_sessions'), 1)
   t.equal(value(f, 'maskline_proxy_numbers', 'maskline_proxy_numbers', { region: 'US', state: 'in_use' }), 1)
   t.equal(value(f, 'maskline_proxy_numbers', 'maskline_proxy_numbers', { region: 'US', state: 'available' }), 99)

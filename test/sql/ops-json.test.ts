@@ -1,10 +1,10 @@
-// sql/record-apply.ts opsJson: the journal line's operations (sql/journal.ts) are the JSON of the
+// sql/record-ops.ts opsJson: the journal line's operations (sql/journal.ts) are the JSON of the
 // batch, whichever way they were written: each call's events through the text cache it shares
 // with the batch statement, every other operation as JSON.stringify gives it. A replay parses
 // exactly what the writer was asked to apply.
 import t from 'tap'
 import { callEnvelope, newEnvelope } from '../../sql/vocabulary/event-envelope.js'
-import { opsJson, type OpData } from '../../sql/record-apply.js'
+import { opsJson, type OpData } from '../../sql/record-ops.js'
 
 const at = Date.UTC(2026, 10, 26, 10, 0, 0, 7)
 const call = (n: number, events: boolean): OpData => {

@@ -1,7 +1,7 @@
 // contract D5: the record writer never forgets an operation it took. Postgres is taken away (a TCP
 // proxy in front of the real server cuts every connection) while calls and their callbacks are
 // queued: nothing is lost or applied twice once it is back, also past the memory bound (batches
-// read back from the journal), a throw in `announce` does not wedge the queue, and a writer that
+// read back from the journal), a throw in a hub listener does not wedge the queue, and a writer that
 // dies with operations on disk leaves them for the next boot to replay.
 import t from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -11,6 +11,7 @@ import { sql, type DatabasePool } from 'slonik'
 import { openDatabase } from '../../sql/db.js'
 import { openJournal, readLeftovers } from '../../sql/journal.js'
 import { createRecordWriter, type CallInsert } from '../../sql/records.js'
+import { createHub, type Hub } from '../../sql/hub.js'
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { buildEnvelope } from '../../sql/vocabulary/event-envelope.js'
 import { testDatabase, testDatabaseUrl } from '../support/db.js'
@@ -41,7 +42,7 @@ t.test('write-behind through a Postgres outage', { skip }, async t => {
   })
   const events = (type: string) => count(db.pool, 'outbox', sql.fragment`session_id = ${rec.id} AND type = ${type}`)
 
-  async function walk(pool: DatabasePool, journalDir: string, from: number, n: number, opts: { maxPending?: number; maxBatch?: number; announce?: () => void } = {}) {
+  async function walk(pool: DatabasePool, journalDir: string, from: number, n: number, opts: { maxPending?: number; maxBatch?: number; hub?: Hub } = {}) {
     const journal = await openJournal({ dir: journalDir, dbId: 'test' })
     const errors: string[] = []
     const w = createRecordWriter(pool, { journal, retryMs: { first: 10, max: 100 }, onError: c => errors.push(c), ...opts })
@@ -92,9 +93,11 @@ t.test('write-behind through a Postgres outage', { skip }, async t => {
     await w.close()
   })
 
-  t.test('a throw in announce does not wedge the queue', async t => {
+  t.test('a throw in a hub listener does not wedge the queue', async t => {
     let calls = 0
-    const { w, answers } = await walk(db.pool, join(dataDir, 'j3'), 200, 3, { announce: () => { calls++; throw new Error('subscriber bug') } })
+    const hub = createHub()
+    hub.on('records', () => { calls++; throw new Error('subscriber bug') })
+    const { w, answers } = await walk(db.pool, join(dataDir, 'j3'), 200, 3, { hub })
     await w.flush()
     await Promise.all(answers)
     t.ok(calls > 0)

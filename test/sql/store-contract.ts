@@ -11,6 +11,7 @@ import {
 import { listBillingEvents, listPeriods, listPricing, recordUsage, usageTotals } from '../../sql/billing.js'
 import { purgeOldRecords } from '../../sql/retention.js'
 import { CALL_START, createRecordWriter, getCall, getCallRecord, listCalls, listSessionCalls, listSessionSms, type CallInsert, type SmsInsert } from '../../sql/records.js'
+import { createHub } from '../../sql/hub.js'
 import { uuidv7 } from '../../sql/vocabulary/ids.js'
 import { readMigrations } from '../../sql/migrate.js'
 import type { SessionRecord } from '../../engine/types.js'
@@ -463,7 +464,9 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     const rec = record(tenant, { proxy: proxy(62), agent: party(62), customer: party(63) })
     t.equal(await createSession(db.pool, createArgs(tenant, rec)), 'ok')
     const announced: string[] = []
-    const w = createRecordWriter(db.pool, { announce: envs => announced.push(...envs.map(e => e.id)) })
+    const hub = createHub()
+    hub.on('records', envs => { announced.push(...envs.map(e => e.id)) })
+    const w = createRecordWriter(db.pool, { hub })
     t.teardown(() => w.close())
     const outbox = (id: string) => count(db.pool, 'outbox', sql.fragment`id = ${id}`)
     const usage = (key: string) => count(db.pool, 'billing_events', sql.fragment`dedupe_key = ${key}`)
@@ -516,7 +519,9 @@ export function storeContract(t: Test, open: (t: Test) => Promise<Database>): vo
     const rec = record(tenant, { proxy: proxy(64), agent: party(64), customer: party(65) })
     t.equal(await createSession(db.pool, createArgs(tenant, rec)), 'ok')
     const announced: Array<{ type: string; createdAt: string; data: unknown }> = []
-    const w = createRecordWriter(db.pool, { announce: envs => announced.push(...envs) })
+    const hub = createHub()
+    hub.on('records', envs => { announced.push(...envs) })
+    const w = createRecordWriter(db.pool, { hub })
     t.teardown(() => w.close())
     const row = (i: number, direction: CallInsert['direction'] = 'A_TO_B'): CallInsert => ({
       id: uuidv7(T0 + i), sessionId: rec.id, tenantId: tenant.id, providerCallId: `CA-start-${rec.id}-${i}`, status: 'RINGING',

@@ -18,6 +18,7 @@ import { createDispatcher } from '../../gateway/webhooks/dispatcher.js'
 import { verifyDelivery } from '../support/standard-webhooks.js'
 import { createPartyHasher } from '../../sql/crypto.js'
 import { createSecretCipher, insertDelivery } from '../../sql/webhooks.js'
+import { unwired } from '../support/unwired.js'
 
 const BASE = 'https://maskline.test'
 
@@ -31,16 +32,17 @@ async function start(t: Test) {
   const jwtSecret = randomBytes(32)
   const logs: string[] = []
   const log = createLogger({ level: 'debug', destination: { write: (s: string) => { logs.push(s) } } })
+  const dispatcher = createDispatcher({
+    pool: db.pool, log, now: Date.now, allowInsecure: true, secrets: createSecretCipher(phoneKey), pollIntervalMs: 60_000,
+  })
   const services: Services = {
     config: { publicBaseUrl: BASE, nodeId: 'test', cooldownSeconds: 900, retentionDays: 90, webhookAllowInsecure: false },
     log, db: db.pool, jwtSecret, phoneKey, hashParty: createPartyHasher(phoneKey), now: Date.now,
     authenticator: createAuthenticator({ jwtSecret, phoneKey, now: Date.now, directory: new TenantDirectory(db.pool) }),
     rateLimiter: composeRateLimiter({ now: Date.now, log }),
+    ...unwired(),
+    webhookDispatcher: dispatcher,
   }
-  const dispatcher = createDispatcher({
-    pool: db.pool, log, now: Date.now, allowInsecure: true, secrets: createSecretCipher(phoneKey), pollIntervalMs: 60_000,
-  })
-  services.webhookDispatcher = dispatcher
   dispatcher.start()
   const http = createHttpApp({ services, routes: webhookRoutes, checkResponses: true })
   const port = await http.listen('127.0.0.1', 0)

@@ -18,9 +18,10 @@ import {
   loadOptOuts, markOptOutConfirmed, optIn, optOut, optOutChangesSince, optOutWatermark, type OptOutKey,
 } from '../../../sql/sms-opt-outs.js'
 import type { Db } from '../../../sql/transaction.js'
+import type { Hub, OptOutChange } from '../../../sql/hub.js'
 
 /** contract D11: a party (by its hash) opted out of, or back into, SMS from a tenant's proxy (a bus message). */
-export interface OptOutMessage { kind: 'opt-out'; tenantId: string; proxy: string; partyHash: string; optedOut: boolean }
+export type OptOutMessage = { kind: 'opt-out' } & OptOutChange
 
 export interface OptOuts {
   readonly set: OptOutSet
@@ -35,11 +36,11 @@ export interface OptOuts {
   sweep(): Promise<number>
 }
 
-export async function loadOptOutSet(db: Db, publish: (msgs: OptOutMessage[]) => void): Promise<OptOuts> {
+export async function loadOptOutSet(db: Db, hub: Hub): Promise<OptOuts> {
   const set = new OptOutSet()
   let since = await optOutWatermark(db) // before the load: what commits during it is swept later
   for (const r of await loadOptOuts(db)) set.add(r.tenantId, r.proxy, r.partyHash)
-  const announce = (k: OptOutKey, optedOut: boolean) => publish([{ kind: 'opt-out', ...k, optedOut }])
+  const announce = (k: OptOutKey, optedOut: boolean) => hub.emit('optOut', { ...k, optedOut })
   return {
     set,
     async stop(k, messageId) {
