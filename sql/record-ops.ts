@@ -1,10 +1,13 @@
 // The record writer's operations as plain data (sql/record-writer.ts queues them, sql/journal.ts
 // writes them to disk, sql/record-apply.ts applies them): call and SMS rows, a call's later
-// callbacks, SMS forward and status outcomes, what each causes, and the writer's view of a young
-// call. Being data, a batch can be journaled and replayed; applying one is idempotent.
+// callbacks, SMS forward and status outcomes, what each causes; the writer's interface, one method
+// an operation; and its memory of young calls. Being data, a batch can be journaled and replayed;
+// applying one is idempotent.
 import { callEnvelope, type EventEnvelope } from './vocabulary/event-envelope.js'
 import type { CallDirection, CallStatus, SmsStatus } from '../engine/types.js'
 import type { UsageInput } from './billing.js'
+import type { ReplayBatch } from './journal.js'
+import { Recent } from '../engine/recent.js'
 
 export interface CallInsert {
   id: string
@@ -153,3 +156,57 @@ export interface CallCache {
 }
 
 export const failedResult = (op: OpData): Result => (op.kind === 'call' || op.kind === 'sms' ? null : false)
+
+export interface RecordWriter {
+  /**
+   * Resolves with the id stored for this provider call id (an earlier one on replay), null when
+   * it was refused. `events` are written with a new row only; CALL_START: the voice fetch's own,
+   * made from the row when it is applied (sql/record-ops.ts callStartEvents).
+   */
+  upsertCall(row: CallInsert, events?: EventEnvelope[] | typeof CALL_START): Promise<string | null>
+  /** A status, dial-status or recording callback; true when it changed the call. */
+  callEvent(cb: CallCallback): Promise<boolean>
+  /** The stored message for this inbound id (new, or found by a replay), null when refused. */
+  upsertSms(row: SmsInsert, effects?: Effects): Promise<SmsClaim | null>
+  /** The outcome of forwarding the QUEUED message `id`; true when it was still QUEUED. */
+  markSmsForwarded(id: string, forwardMessageId: string | null, status: SmsStatus, at: number, effects?: Effects): Promise<boolean>
+  /** QUEUED < SENT < DELIVERED | FAILED: a status only moves forward. */
+  updateSmsStatusByForwardId(forwardMessageId: string, status: SmsStatus, deliveredAt?: number | null): Promise<boolean>
+  /** Resolves once everything queued so far is applied (or refused). */
+  flush(): Promise<void>
+  /** Resolves once everything queued so far survives a crash: in the journal, or applied. */
+  sync(): Promise<void>
+  /** Applies batches a previous run left in the journal (boot, before serving). */
+  replay(batches: readonly ReplayBatch[]): Promise<void>
+  stats(): WriterStats
+  /** Stops taking operations and drains for at most `graceMs`; what is left stays in the journal. */
+  close(graceMs?: number): Promise<void>
+}
+
+export interface WriterStats {
+  /** Operations answered for and not yet in Postgres. */
+  pending: number
+  /** Of those, held only in the journal (past the memory bound). */
+  spilled: number
+  /** Applies that failed and were retried, since start. */
+  retries: number
+  /** Operations Postgres refused for good, since start. */
+  refused: number
+}
+
+/** The calls this node committed lately, by id and by the provider's CallSid (bounded: engine/recent.ts). */
+export class CallMemory {
+  readonly #byId: Recent<CallState>
+  readonly #bySid: Recent<CallState>
+  constructor(max: number, maxAgeMs: number) {
+    const age = { maxAgeMs, now: () => performance.now() }
+    this.#byId = new Recent(max, age)
+    this.#bySid = new Recent(max, age)
+  }
+  get(id: string): CallState | undefined { return this.#byId.get(id) }
+  bySid(sid: string): CallState | undefined { return this.#bySid.get(sid) }
+  set(c: CallState): void {
+    this.#byId.set(c.id, c)
+    this.#bySid.set(c.providerCallId, c)
+  }
+}

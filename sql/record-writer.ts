@@ -21,57 +21,19 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { DatabasePool } from 'slonik'
 import type { EventEnvelope } from './vocabulary/event-envelope.js'
-import { Recent } from '../engine/recent.js'
 import type { SmsStatus } from '../engine/types.js'
 import { errorCode, guard, toStoreError } from './errors.js'
 import type { Journal, JournalEntry, ReplayBatch } from './journal.js'
 import type { Hub } from './hub.js'
 import { applyOps } from './record-apply.js'
 import {
-  failedResult, opsJson, type CALL_START, type CallCallback, type CallInsert, type CallState, type Effects, type OpData, type Result,
-  type SmsClaim, type SmsInsert,
+  CallMemory, failedResult, opsJson, type CALL_START, type CallCallback, type CallInsert, type Effects, type OpData, type RecordWriter, type Result,
+  type SmsClaim, type SmsInsert, type WriterStats,
 } from './record-ops.js'
 import { directPool, directTransaction } from './direct.js'
 import { transact } from './transaction.js'
 
-export { CALL_START, type CallCallback, type CallInsert, type CallKey, type Effects, type SmsClaim, type SmsInsert } from './record-ops.js'
-
-export interface RecordWriter {
-  /**
-   * Resolves with the id stored for this provider call id (an earlier one on replay), null when
-   * it was refused. `events` are written with a new row only; CALL_START: the voice fetch's own,
-   * made from the row when it is applied (sql/record-ops.ts callStartEvents).
-   */
-  upsertCall(row: CallInsert, events?: EventEnvelope[] | typeof CALL_START): Promise<string | null>
-  /** A status, dial-status or recording callback; true when it changed the call. */
-  callEvent(cb: CallCallback): Promise<boolean>
-  /** The stored message for this inbound id (new, or found by a replay), null when refused. */
-  upsertSms(row: SmsInsert, effects?: Effects): Promise<SmsClaim | null>
-  /** The outcome of forwarding the QUEUED message `id`; true when it was still QUEUED. */
-  markSmsForwarded(id: string, forwardMessageId: string | null, status: SmsStatus, at: number, effects?: Effects): Promise<boolean>
-  /** QUEUED < SENT < DELIVERED | FAILED: a status only moves forward. */
-  updateSmsStatusByForwardId(forwardMessageId: string, status: SmsStatus, deliveredAt?: number | null): Promise<boolean>
-  /** Resolves once everything queued so far is applied (or refused). */
-  flush(): Promise<void>
-  /** Resolves once everything queued so far survives a crash: in the journal, or applied. */
-  sync(): Promise<void>
-  /** Applies batches a previous run left in the journal (boot, before serving). */
-  replay(batches: readonly ReplayBatch[]): Promise<void>
-  stats(): WriterStats
-  /** Stops taking operations and drains for at most `graceMs`; what is left stays in the journal. */
-  close(graceMs?: number): Promise<void>
-}
-
-export interface WriterStats {
-  /** Operations answered for and not yet in Postgres. */
-  pending: number
-  /** Of those, held only in the journal (past the memory bound). */
-  spilled: number
-  /** Applies that failed and were retried, since start. */
-  retries: number
-  /** Operations Postgres refused for good, since start. */
-  refused: number
-}
+export { CALL_START, type CallCallback, type CallInsert, type CallKey, type Effects, type RecordWriter, type SmsClaim, type SmsInsert, type WriterStats } from './record-ops.js'
 
 interface Op {
   data: OpData
@@ -386,22 +348,5 @@ export function createRecordWriter(pool: DatabasePool, opts: RecordWriterOptions
       await lastJournaled // its done mark first, so a drained journal is deleted, not replayed
       await journal?.close()
     },
-  }
-}
-
-/** The calls this node committed lately, by id and by the provider's CallSid (bounded: engine/recent.ts). */
-class CallMemory {
-  readonly #byId: Recent<CallState>
-  readonly #bySid: Recent<CallState>
-  constructor(max: number, maxAgeMs: number) {
-    const age = { maxAgeMs, now: () => performance.now() }
-    this.#byId = new Recent(max, age)
-    this.#bySid = new Recent(max, age)
-  }
-  get(id: string): CallState | undefined { return this.#byId.get(id) }
-  bySid(sid: string): CallState | undefined { return this.#bySid.get(sid) }
-  set(c: CallState): void {
-    this.#byId.set(c.id, c)
-    this.#bySid.set(c.providerCallId, c)
   }
 }
