@@ -21,15 +21,11 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { DatabasePool } from 'slonik'
 import type { EventEnvelope } from './vocabulary/event-envelope.js'
-import type { SmsStatus } from '../engine/types.js'
 import { errorCode, guard, toStoreError } from './errors.js'
-import type { Journal, JournalEntry, ReplayBatch } from './journal.js'
+import type { Journal, JournalEntry } from './journal.js'
 import type { Hub } from './hub.js'
 import { applyOps } from './record-apply.js'
-import {
-  CallMemory, failedResult, opsJson, type CALL_START, type CallCallback, type CallInsert, type Effects, type OpData, type RecordWriter, type Result,
-  type SmsClaim, type SmsInsert, type WriterStats,
-} from './record-ops.js'
+import { CallMemory, failedResult, opsJson, type OpData, type RecordWriter, type Result, type SmsClaim, type WriterStats } from './record-ops.js'
 import { directPool, directTransaction } from './direct.js'
 import { transact } from './transaction.js'
 
