@@ -83,7 +83,6 @@ export interface ServiceGraph {
   db: Database
   engine: Engine
   liveSessions: number
-  hub: Hub
   records: RecordWriter
   tenants: TenantDirectory
   bus: Bus
@@ -97,7 +96,6 @@ export interface ServiceGraph {
   listener: Listener
   /** Other nodes' changes (null on a single node): swept at start for what the boot load missed. */
   reconciler: ReturnType<typeof createReconciler> | null
-  cpaasHealth: Services['cpaasHealth']
 }
 
 export async function buildService(opts: StartOptions, shutdown: ShutdownStack): Promise<ServiceGraph> {
@@ -234,7 +232,6 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
   const poolAlerts = await startPoolAlerter({ db: db.pool, engine, log, now, hub })
   shutdown.defer(() => poolAlerts.close())
   const cpaas = await startCpaas(cfg, { log, now, publicBaseUrl, numberProvider: n => engine.numberProvider(n) })
-  const cpaasHealth = () => cpaas.provider.health()
 
   const services: Services = {
     config,
@@ -250,7 +247,7 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
       shared: redis ? createRedisRateLimiter({ redis, now, ...(opts.rateLimitPrefix ? { prefix: opts.rateLimitPrefix } : {}) }) : undefined, now, log,
     }),
     poolCounts: () => engine.poolCounts(now()),
-    cpaasHealth,
+    cpaasHealth: () => cpaas.provider.health(),
     onTenantChanged: t => tenants.changedHere(t),
     webhookDispatcher: dispatcher,
   }
@@ -272,8 +269,8 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
   })
 
   return {
-    cfg, log, now, t0, state, metrics, metricsPort, db, engine, liveSessions, hub, records, tenants, bus, services, runner, poolAlerts,
-    dispatcher, facade, stream, http, listener, reconciler, cpaasHealth,
+    cfg, log, now, t0, state, metrics, metricsPort, db, engine, liveSessions, records, tenants, bus, services, runner, poolAlerts,
+    dispatcher, facade, stream, http, listener, reconciler,
   }
 }
 
@@ -302,18 +299,17 @@ function subscribe(d: {
   })
 
   // In this order, for every commit: the call counter (records only), this node's WebSocket
-  // clients, the other nodes, the webhook dispatcher, the metrics.
-  hub.on('records', envelopes => callCounter.committed(envelopes))
-  const toClients = (envelopes: EventEnvelope[]) => { for (const e of envelopes) ordered.local(e) }
-  const toOthers = (envelopes: EventEnvelope[], first: BusMessage[] = []) =>
+  // clients, the other nodes (a session's new version first), the webhook dispatcher, the metrics.
+  const committed = (envelopes: EventEnvelope[], first: BusMessage[] = []) => {
+    for (const e of envelopes) ordered.local(e)
     bus.publish([...first, ...envelopes.map(envelope => ({ kind: 'event' as const, envelope }))])
-  const toDispatcher = (envelopes: EventEnvelope[]) => { if (envelopes.length) dispatcher.wake() }
-  for (const kind of ['records', 'events'] as const) {
-    hub.on(kind, envelopes => { toClients(envelopes); toOthers(envelopes); toDispatcher(envelopes); d.metrics.committed(envelopes) })
+    if (envelopes.length) dispatcher.wake()
+    d.metrics.committed(envelopes)
   }
-  hub.on('session', (id, version, envelopes) => {
-    toClients(envelopes); toOthers(envelopes, [{ kind: 'session', id, version }]); toDispatcher(envelopes); d.metrics.committed(envelopes)
-  })
+  hub.on('records', envelopes => callCounter.committed(envelopes))
+  hub.on('records', envelopes => committed(envelopes))
+  hub.on('events', envelopes => committed(envelopes))
+  hub.on('session', (id, version, envelopes) => committed(envelopes, [{ kind: 'session', id, version }]))
   // A tenant change is answered for once the other nodes can read it (bounded: Redis never holds a request up).
   hub.on('tenant', (id, waitUntil) => {
     bus.publish([{ kind: 'tenant', id }])

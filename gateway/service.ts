@@ -128,7 +128,7 @@ async function start(g: ServiceGraph, shutdown: ShutdownStack): Promise<RunningS
     },
     outboxBacklog: () => orAfter(db.pool.oneFirst(outboxBacklog).then(Number), 1_000, NaN),
     streamClients: () => stream.connectionCount(),
-    breakers: g.cpaasHealth,
+    breakers: g.services.cpaasHealth,
     poolAlertLevel: region => g.poolAlerts.level(region),
     createBatches: () => createBatchStats(db.pool),
   } satisfies typeof metrics.sources)

@@ -8,7 +8,7 @@ import { MasklineError } from '../../engine/errors.js'
 import type { CompiledRoute } from './compile.js'
 import type { Outgoing } from './respond.js'
 
-const JSON_TYPE = 'application/json'
+export const JSON_TYPE = 'application/json'
 const PROBLEM_TYPE = 'application/problem+json'
 
 /** What a reply needs of the app's environment. */

@@ -11,8 +11,7 @@ import type { Captured } from './capture.js'
 import type { CompiledRoute } from './compile.js'
 import { parseQuery } from './query.js'
 import { toFieldIssues } from './validation-errors.js'
-
-const JSON_TYPE = 'application/json'
+import { JSON_TYPE } from './reply.js'
 
 /** What building a request needs of the app's environment. */
 export interface RequestEnv { services: Services }
