@@ -26,6 +26,12 @@ export type BusMessage =
 
 export interface Bus {
   readonly kind: 'redis' | 'in-process'
+  /**
+   * Starts reading other nodes' messages (from the newest: what came before is in Postgres) and
+   * announcing this node. The boot calls it once the engine holds what Postgres had; publishing
+   * works before it.
+   */
+  start(): void
   publish(msgs: BusMessage[]): void
   /**
    * Resolves once what was published so far is in Redis (so a node that announced a change, e.g.
@@ -59,6 +65,7 @@ export interface Bus {
 export function createInProcessBus(): Bus {
   return {
     kind: 'in-process',
+    start() {},
     publish() {},
     async settled() {},
     onMessage() {},
@@ -248,16 +255,21 @@ export function createRedisBus(Redis: typeof RedisClient, opts: { url: string; n
       }
     }
   }
-  void readLoop()
-  const heartbeat = setInterval(() => {
-    if (performance.now() - lastPublish < HEARTBEAT_MS || pub.status !== 'ready') return
-    pending.push(ALIVE)
-    flush()
-  }, HEARTBEAT_MS / 2)
-  heartbeat.unref()
+  let heartbeat: NodeJS.Timeout | undefined
 
   return {
     kind: 'redis',
+    start() {
+      if (heartbeat || closed) return
+      heardUntil = Date.now()
+      void readLoop()
+      heartbeat = setInterval(() => {
+        if (performance.now() - lastPublish < HEARTBEAT_MS || pub.status !== 'ready') return
+        pending.push(ALIVE)
+        flush()
+      }, HEARTBEAT_MS / 2)
+      heartbeat.unref()
+    },
     publish(msgs) {
       for (const m of msgs) pending.push(JSON.stringify(m))
       // Coalesce the messages of one tick into one pipeline round trip.

@@ -1,15 +1,15 @@
-// The composition root: builds every part of the service around the pure engine, in the order
-// their boot I/O needs, into one fully typed graph (no optional member: a missing part is a
-// compile error). Every part defers its own stop onto the shutdown stack as it is built.
-// Committed changes travel through one event hub (sql/hub.ts): the emitters are handed the hub,
-// and the consumers subscribe here, in `subscribe` below. gateway/service.ts starts the graph.
-import { unlink } from 'node:fs/promises'
+// The composition root: builds every part of the service around the pure engine into one fully
+// typed graph (no optional member: a missing part is a compile error). Building opens what the
+// parts are made of (the database and its identity, the journal, the Redis connections) and
+// loads nothing: gateway/service.ts start() does the boot's loading, then serves. Every part
+// defers its own stop onto the shutdown stack as it is built. Committed changes travel through one
+// event hub (sql/hub.ts): the emitters are handed the hub, and the consumers subscribe here, in
+// `subscribe` below.
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import uWS, { type TemplatedApp } from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import { Engine, Mailboxes } from '../engine/index.js'
-import type { E164 } from '../engine/types.js'
 import type { ServiceConfig, Services, SessionCommands } from '../api/services.js'
 import { uuidv7 } from '../sql/vocabulary/ids.js'
 import type { EventEnvelope } from '../sql/vocabulary/event-envelope.js'
@@ -21,30 +21,26 @@ import { composeRateLimiter } from '../api/rate-limit/limiter.js'
 import { setSignupMaxWait } from '../api/auth/hash-queue.js'
 import { openDatabase, type Database } from '../sql/db.js'
 import { migrate } from '../sql/migrate.js'
-import { createPartyHasher, createPhoneCipher } from '../sql/crypto.js'
-import { loadLiveSessions, loadNumbers, seedNumbers } from '../sql/sessions.js'
-import { countLiveSessions } from '../sql/session-load.js'
+import { createPartyHasher, createPhoneCipher, type PhoneCipher } from '../sql/crypto.js'
 import { createRecordWriter, type RecordWriter } from '../sql/records.js'
 import { instanceId } from '../sql/instance.js'
 import { StoreError } from '../sql/errors.js'
-import { openJournal, readLeftovers } from '../sql/journal.js'
+import { openJournal, readLeftovers, type Leftovers } from '../sql/journal.js'
 import { createSecretCipher } from '../sql/webhooks.js'
 import { recordPoolRefusal } from '../sql/pool-alerts.js'
-import { sessionChangeWatermark } from '../sql/session-changes.js'
 import { orAfter } from '../api/app/deadline.js'
 import { createCallCounter, type CallCounter } from '../api/app/call-counter.js'
 import { createSessionRunner } from '../api/app/session-runner.js'
 import { createReconciler } from '../api/app/reconcile.js'
 import { TenantDirectory } from '../api/app/tenant-directory.js'
-import { loadOptOutSet, type OptOuts } from '../api/cpaas/sms/opt-out.js'
+import { createOptOuts, type OptOuts } from '../api/cpaas/sms/opt-out.js'
 import { createSmsCompliance } from '../api/cpaas/sms/compliance.js'
-import { startPoolAlerter, type PoolAlerter } from '../api/app/pool-alerts.js'
+import { createPoolAlerter, type PoolAlerter } from '../api/app/pool-alerts.js'
 import { ApiProblem } from '../api/route.js'
 import type { Config } from './config.js'
 import { listenerUrl } from './config.js'
 import { busStreamName, createBus, PEER_LOST_MS, type Bus, type BusMessage } from './bus.js'
 import { connectRequestRedis } from './redis.js'
-import { collectGarbage } from './heap.js'
 import { createHttpApp, type HttpApp } from './http/index.js'
 import { createReplayer } from './replay.js'
 import { createEventOrder } from './event-order.js'
@@ -81,10 +77,13 @@ export interface ServiceGraph {
   metrics: ServiceMetrics
   metricsPort: number | null
   db: Database
+  /** What an earlier run's journal holds that Postgres may lack: start() applies it first. */
+  leftovers: Leftovers
   engine: Engine
-  liveSessions: number
+  cipher: PhoneCipher
   records: RecordWriter
   tenants: TenantDirectory
+  optOuts: OptOuts
   bus: Bus
   services: Services
   runner: ReturnType<typeof createSessionRunner>
@@ -122,10 +121,9 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
   if (metricsListener) shutdown.defer(() => metricsListener.close())
   const metricsPort = metricsListener?.port ?? null
   await migrate(db.pool)
-  await seedNumbers(db.pool, cfg.numberPool, cfg.provider)
 
   // The write-behind journal (contract D5): what an earlier run answered for and Postgres never
-  // got is applied before anything is loaded from Postgres or served.
+  // got is read before this run's journal opens; start() applies it before anything is loaded.
   const journalDir = join(cfg.dataDir, 'journal')
   const dbId = await instanceId(db.pool)
   const leftovers = await readLeftovers(journalDir, dbId)
@@ -133,41 +131,18 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
   const records = createRecordWriter(db.pool, { flushMs: cfg.recordFlushMs, journal, onError: onError('records'), hub })
   const closeRecords = once(() => records.close(cfg.shutdownGraceSeconds * 1000))
   shutdown.defer(closeRecords)
-  if (leftovers.batches.length > 0) {
-    await records.replay(leftovers.batches) // its events are in the outbox: the dispatcher finds them
-    for (const f of leftovers.files) await unlink(f).catch(() => {})
-    log.info({ batches: leftovers.batches.length }, 'journal replayed')
-  }
 
-  // docs/scaling.md: the reconciliation sweep starts from what the boot load below will see.
-  const changesFrom = await sessionChangeWatermark(db.pool)
-  const rebuildAt = performance.now() // the boot's phases are logged ('boot'): where a slow boot goes
+  // Empty until start() loads them from Postgres.
   const engine = new Engine({ cooldownMs: cfg.cooldownSeconds * 1000 })
   const cipher = createPhoneCipher(cfg.phoneKey)
   const hashParty = createPartyHasher(cfg.phoneKey)
   const tenants = new TenantDirectory(db.pool, { upsert: t => engine.upsertTenant(t), hub })
-  await tenants.loadAll()
-  const numbers = await loadNumbers(db.pool)
-  engine.addNumbers(numbers.map(n => ({ number: n.number as E164, region: n.region, provider: n.provider, releasedAt: n.releasedAt, lastTenantId: n.lastTenantId, boundTenantId: n.boundTenantId })))
-  const sessionsAt = performance.now()
-  // One binary COPY, decoded and decrypted a batch at a time (sql/session-load.ts). Nothing
-  // listens before the engine holds every live session: no request is answered, readiness
-  // included, while routes are missing.
-  engine.reserve(await countLiveSessions(db.pool))
-  const liveSessions = await loadLiveSessions(db.pool, cipher, (recs, extras) => { for (let i = 0; i < recs.length; i++) engine.load(recs[i]!, extras[i]) })
-  const loadedAt = performance.now()
-  const gcMs = collectGarbage() // the load's garbage, now rather than seconds into serving (gateway/heap.ts)
-  log.info({
-    liveSessions,
-    ms: { database: Math.round(rebuildAt - t0), tenantsAndNumbers: Math.round(sessionsAt - rebuildAt), sessions: Math.round(loadedAt - sessionsAt), gc: Math.round(gcMs) },
-    heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
-  }, 'boot')
+  const optOuts = createOptOuts(db.pool, hub) // contract D11
 
+  // Reads nothing until start(): other nodes' messages are for an engine that holds what Postgres had.
   const bus = await createBus({ redisUrl: cfg.redisUrl, nodeId, stream: cfg.busStream ?? busStreamName(dbId), onError: onError('bus'), maxLen: cfg.busMaxLen })
   // The record writer's last events go out on the bus: it is drained before the bus closes.
   shutdown.defer(async () => { await closeRecords(); await bus.close() })
-  // contract D11: every opted-out party (by hash) in memory before anything is served.
-  const optOuts = await loadOptOutSet(db.pool, hub)
   // The request path's connection (rate limits, health), with REDIS_URL (gateway/redis.ts).
   const redis = cfg.redisUrl ? await connectRequestRedis(cfg.redisUrl, log, shutdown) : null
 
@@ -201,7 +176,7 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
   // numbers), one reload per session at a time, newer versions only; reconcile with Postgres on
   // a sweep, and at once when the bus may have lost messages. A single node has nothing to do.
   const reconciler = bus.kind === 'redis'
-    ? createReconciler({ db: db.pool, engine, tenants, cipher, log, since: changesFrom, sweepMs: cfg.reconcileMs, alsoSweep: [() => optOuts.sweep()] })
+    ? createReconciler({ db: db.pool, engine, tenants, cipher, log, sweepMs: cfg.reconcileMs, alsoSweep: [() => optOuts.sweep()] })
     : null
   if (reconciler) shutdown.defer(() => reconciler.close())
   const callCounter = createCallCounter(engine)
@@ -229,7 +204,7 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
     }),
   }
   // contract D12: pool alerts, announced once cluster-wide (api/app/pool-alerts.ts says how).
-  const poolAlerts = await startPoolAlerter({ db: db.pool, engine, log, now, hub })
+  const poolAlerts = createPoolAlerter({ db: db.pool, engine, log, now, hub })
   shutdown.defer(() => poolAlerts.close())
   const cpaas = await startCpaas(cfg, { log, now, publicBaseUrl, numberProvider: n => engine.numberProvider(n) })
 
@@ -253,7 +228,7 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
   }
 
   // The Twilio Proxy v1 façade (docs/twilio-proxy.md) and its callbacks around the native ones.
-  const facade = await buildFacade({ cfg, log, now, services, runner, provider: cpaas.provider, shutdown })
+  const facade = buildFacade({ cfg, log, now, services, runner, provider: cpaas.provider, shutdown })
   const callbackRoutes = cpaas.routes({
     intercept: facade.intercept, outOfSession: facade.outOfSession,
     engine, tenants, hashParty, records, callCounter, log, now, publicBaseUrl, countCallback: metrics.callback,
@@ -269,7 +244,7 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
   })
 
   return {
-    cfg, log, now, t0, state, metrics, metricsPort, db, engine, liveSessions, records, tenants, bus, services, runner, poolAlerts,
+    cfg, log, now, t0, state, metrics, metricsPort, db, leftovers, engine, cipher, records, tenants, optOuts, bus, services, runner, poolAlerts,
     dispatcher, facade, stream, http, listener, reconciler,
   }
 }

@@ -20,26 +20,27 @@ export interface Facade {
   outOfSession: OutOfSession
   /** Expires the façade sessions past their TTL now (the service runs it every second). */
   expireDue(): Promise<number>
+  /** Boot: the Services' intercept and out-of-session callback URLs. */
+  load(): Promise<void>
 }
 
-export async function buildFacade(d: {
+export function buildFacade(d: {
   cfg: Config; log: Logger; now: () => number; services: Services; runner: ReturnType<typeof createSessionRunner>
   provider: Pick<ProviderRouter, 'sendSms'>; shutdown: ShutdownStack
-}): Promise<Facade> {
+}): Facade {
   const { cfg, log } = d
   const intercept = facadeIntercept({ pool: d.services.db, phoneKey: cfg.phoneKey, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
-  await intercept.reload()
   d.shutdown.defer(() => intercept.close())
+  const reload = async () => { await Promise.all([intercept.reload(), outOfSession.reload()]) }
   const deps: FacadeDeps = {
     auth: createProxyAuthenticator(d.now),
     native: enginePinnedSessions({ ...d.services.sessions, expireDue: () => d.runner.expireDue() }),
     configuredBaseUrl: () => cfg.publicBaseUrl,
-    changed: async () => { await Promise.all([intercept.reload(), outOfSession.reload()]) },
+    changed: reload,
     sendSms: async (from, to, text) => (await d.provider.sendSms({ from, to, text })).providerMessageId,
   }
   // It creates sessions as the façade does.
   const outOfSession = facadeOutOfSession({ services: d.services, deps, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
-  await outOfSession.reload()
   d.shutdown.defer(() => outOfSession.close())
-  return { deps, intercept, outOfSession, expireDue: () => expireDue(d.services.db, deps.native, d.now()) }
+  return { deps, intercept, outOfSession, expireDue: () => expireDue(d.services.db, deps.native, d.now()), load: reload }
 }

@@ -69,13 +69,16 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** An earlier run's batches to apply, and the files they came from (deleted once applied). */
+export interface Leftovers { batches: ReplayBatch[]; files: string[] }
+
 /**
  * The batches left behind by earlier runs for this database, in the order they were written, and
  * the files that hold them (delete them once the batches are applied). Segments of a process that
  * is still running (another node sharing DATA_DIR) are left alone; segments of another database
  * too.
  */
-export async function readLeftovers(dir: string, dbId: string): Promise<{ batches: ReplayBatch[]; files: string[] }> {
+export async function readLeftovers(dir: string, dbId: string): Promise<Leftovers> {
   let names: string[]
   try {
     names = await readdir(dir)

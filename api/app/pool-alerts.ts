@@ -32,9 +32,10 @@ export interface PoolAlerterDeps {
   checkMs?: number
 }
 
-export async function startPoolAlerter(d: PoolAlerterDeps) {
+/** Checks nothing until `start()` (the boot's, once the engine holds its pool). */
+export function createPoolAlerter(d: PoolAlerterDeps) {
   const alerts = new PoolAlerts()
-  for (const r of await loadPoolAlertLevels(d.db)) alerts.set(r.region, r.level as PoolLevel)
+  let timer: NodeJS.Timeout | undefined
   let running: Promise<void> = Promise.resolve()
 
   async function emit(c: PoolCrossing, at: number): Promise<void> {
@@ -65,9 +66,13 @@ export async function startPoolAlerter(d: PoolAlerterDeps) {
     return running
   }
 
-  const timer = setInterval(() => void check(), d.checkMs ?? POOL_CHECK_MS)
-  timer.unref()
   return {
+    /** Takes the recorded levels (a restart does not alert again), then checks every second. */
+    async start() {
+      for (const r of await loadPoolAlertLevels(d.db)) alerts.set(r.region, r.level as PoolLevel)
+      timer = setInterval(() => void check(), d.checkMs ?? POOL_CHECK_MS)
+      timer.unref()
+    },
     check,
     /** The level of a region as this node knows it (metrics). */
     level: (region: string) => alerts.level(region),
@@ -75,4 +80,4 @@ export async function startPoolAlerter(d: PoolAlerterDeps) {
   }
 }
 
-export type PoolAlerter = Awaited<ReturnType<typeof startPoolAlerter>>
+export type PoolAlerter = ReturnType<typeof createPoolAlerter>

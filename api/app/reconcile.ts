@@ -37,8 +37,6 @@ export interface ReconcilerDeps {
   tenants: Pick<TenantDirectory, 'peek' | 'refresh'>
   cipher: SessionCipher
   log: Logger
-  /** The watermark taken before the boot load read the sessions (sessionChangeWatermark). */
-  since: string
   sweepMs?: number
   /**
    * Other in-memory sets kept equal to Postgres the same way, swept after the sessions on every
@@ -50,8 +48,9 @@ export interface ReconcilerDeps {
 
 export interface SweepResult { changed: number; loaded: number; ms: number }
 
+/** Sweeps nothing until `start()` gives it the watermark the boot load was read at. */
 export function createReconciler(d: ReconcilerDeps) {
-  let since = d.since
+  let since = ''
   const sweepMs = d.sweepMs ?? SWEEP_MS
   /** Sessions with a reload running: `again` when asked again meanwhile (reload once more), `done` settles when it ends. */
   const reloading = new Map<string, { again: boolean; done: Promise<void> }>()
@@ -138,10 +137,15 @@ export function createReconciler(d: ReconcilerDeps) {
     timers.add(t)
   }
 
-  const periodic = setInterval(() => void sweep(), sweepMs)
-  periodic.unref()
+  let periodic: NodeJS.Timeout | undefined
 
   return {
+    /** `since`: the watermark taken before the boot load read the sessions (sessionChangeWatermark); sweeps every `sweepMs` from then. */
+    start(watermark: string): void {
+      since = watermark
+      periodic = setInterval(() => void sweep(), sweepMs)
+      periodic.unref()
+    },
     /** A bus message: another node committed `version` of this session. */
     reload(id: string, version: number): void {
       if (closed || heldVersion(id) >= version) return // held already: idempotent

@@ -108,7 +108,8 @@ t.test('the reconciler loads what changed behind its back, and never an older st
   engine.addNumbers(Array.from({ length: 20 }, (_, i) => ({ number: proxy(i + 1), region: 'US', provider: 'sandbox' })))
   const since = await sessionChangeWatermark(db.pool)
   const log = pino({ level: 'silent' })
-  const reconciler = createReconciler({ db: db.pool, engine, tenants: { peek: () => ({}) as never, refresh: async () => null }, cipher, log, since, sweepMs: 3_600_000 })
+  const reconciler = createReconciler({ db: db.pool, engine, tenants: { peek: () => ({}) as never, refresh: async () => null }, cipher, log, sweepMs: 3_600_000 })
+  reconciler.start(since)
   t.teardown(() => reconciler.close())
 
   const a = record(tenant, { proxy: proxy(4), agent: party(21), customer: party(22) })

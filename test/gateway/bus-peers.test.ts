@@ -19,6 +19,7 @@ async function setup(t: { teardown(fn: () => unknown): void }) {
   bus.onGap((reason, from) => gaps.push({ reason, from }))
   const messages: unknown[] = []
   bus.onMessage(m => messages.push(m))
+  bus.start()
   const raw = redis.client()
   const say = (node: string, body: string) => raw.xadd(stream, '*', 'n', node, 'm', body)
   await sleep(300) // the reader's first XREAD is under way ('$': entries from now on)
@@ -55,6 +56,7 @@ t.test('a peer that says goodbye, or keeps its heartbeat, is never reported', as
 t.test('a bus with nothing to publish heartbeats, and says goodbye after its last message when it closes', async t => {
   const { raw, stream, redisUrl } = await setup(t)
   const quiet = createRedisBus(Redis, { url: redisUrl, nodeId: 'quiet', stream, onError: () => {} })
+  quiet.start()
   await sleep(HEARTBEAT_MS * 2.5)
   quiet.publish([{ kind: 'tenant', id: 't2' }])
   await quiet.close()

@@ -34,12 +34,21 @@ export interface OptOuts {
   apply(m: OptOutMessage): void
   /** The rows changed since the last sweep (reconciliation); throws when Postgres is away (watermark kept). */
   sweep(): Promise<number>
+  /** Boot: every opted-out party, read once before the service listens. */
+  load(): Promise<void>
 }
 
+/** A set as loaded by a boot (another node's view, in tests). */
 export async function loadOptOutSet(db: Db, hub: Hub): Promise<OptOuts> {
+  const o = createOptOuts(db, hub)
+  await o.load()
+  return o
+}
+
+/** Empty until `load()` (the boot's, gateway/service.ts). */
+export function createOptOuts(db: Db, hub: Hub): OptOuts {
   const set = new OptOutSet()
-  let since = await optOutWatermark(db) // before the load: what commits during it is swept later
-  for (const r of await loadOptOuts(db)) set.add(r.tenantId, r.proxy, r.partyHash)
+  let since = ''
   const announce = (k: OptOutKey, optedOut: boolean) => hub.emit('optOut', { ...k, optedOut })
   return {
     set,
@@ -63,6 +72,10 @@ export async function loadOptOutSet(db: Db, hub: Hub): Promise<OptOuts> {
       for (const c of changes) set.set(c.tenantId, c.proxy, c.partyHash, c.optedOut)
       since = next
       return changes.length
+    },
+    async load() {
+      since = await optOutWatermark(db) // before the load: what commits during it is swept later
+      for (const r of await loadOptOuts(db)) set.add(r.tenantId, r.proxy, r.partyHash)
     },
   }
 }
