@@ -31,7 +31,10 @@ export function buildFacade(d: {
   const { cfg, log } = d
   const intercept = facadeIntercept({ pool: d.services.db, phoneKey: cfg.phoneKey, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
   d.shutdown.defer(() => intercept.close())
-  const reload = async () => { await Promise.all([intercept.reload(), outOfSession.reload()]) }
+  const reload = async (sessionsOf?: string) => {
+    if (sessionsOf === undefined) await Promise.all([intercept.reload(), outOfSession.reload()])
+    else if (intercept.covers(sessionsOf)) await intercept.reload()
+  }
   const deps: FacadeDeps = {
     auth: createProxyAuthenticator(d.now),
     native: enginePinnedSessions({ ...d.services.sessions, expireDue: () => d.runner.expireDue() }),
@@ -42,5 +45,5 @@ export function buildFacade(d: {
   // It creates sessions as the façade does.
   const outOfSession = facadeOutOfSession({ services: d.services, deps, allowInsecure: cfg.webhookAllowInsecure, timeoutMs: cfg.interceptTimeoutMs, log })
   d.shutdown.defer(() => outOfSession.close())
-  return { deps, intercept, outOfSession, expireDue: () => expireDue(d.services.db, deps.native, d.now()), load: reload }
+  return { deps, intercept, outOfSession, expireDue: () => expireDue(d.services.db, deps.native, d.now()), load: () => reload() }
 }

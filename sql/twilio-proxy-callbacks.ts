@@ -62,10 +62,16 @@ export async function queueInteractionCallback(db: Db, q: { id: string; tenantId
 }
 
 /** The native sessions whose Service has an intercept_callback_url (the router's memory). */
-export async function interceptedNativeSessions(db: Db): Promise<string[]> {
-  return guard(async () => [...await db.anyFirst(sql.unsafe`
-    SELECT n.native_id FROM twilio_native_sessions n JOIN twilio_sessions s ON s.id = n.session_id JOIN twilio_services v ON v.id = s.service_id
-    WHERE v.intercept_callback_url IS NOT NULL AND s.status IN ('open','in-progress')`)] as string[])
+/** The Services with an intercept_callback_url, and the native sessions of their open sessions. */
+export async function interceptedNativeSessions(db: Db): Promise<{ services: string[]; natives: string[] }> {
+  return guard(async () => {
+    const rows = await db.any(sql.unsafe`
+      SELECT v.id AS service_id, n.native_id FROM twilio_services v
+      LEFT JOIN twilio_sessions s ON s.service_id = v.id AND s.status IN ('open','in-progress')
+      LEFT JOIN twilio_native_sessions n ON n.session_id = s.id
+      WHERE v.intercept_callback_url IS NOT NULL`) as ReadonlyArray<{ service_id: string; native_id: string | null }>
+    return { services: [...new Set(rows.map(r => r.service_id))], natives: rows.flatMap(r => (r.native_id === null ? [] : [r.native_id])) }
+  })
 }
 
 /** The pool numbers of Services with an out_of_session_callback_url (the router's memory). */

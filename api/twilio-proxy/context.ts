@@ -11,8 +11,12 @@ export interface FacadeDeps {
   configuredBaseUrl: () => string | null
   /** The native session behind a façade session with two participants (api/twilio-proxy/native.ts). */
   native: PinnedSessions
-  /** After each successful change through the façade (api/twilio-proxy/intercept.ts reloads). */
-  changed?: () => Promise<void>
+  /**
+   * After each successful change through the façade: what the callbacks keep in memory is read
+   * again (api/twilio-proxy/intercept.ts, out-of-session.ts). `sessionsOf`: only that Service's
+   * sessions or participants changed, which matters only when it has an intercept URL.
+   */
+  changed?: (sessionsOf?: string) => Promise<void>
   /** Sends an SMS from a proxy number through the provider (and its failover); the provider's message id. */
   sendSms?: (from: string, to: string, text: string) => Promise<string>
 }

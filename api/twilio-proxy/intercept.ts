@@ -2,8 +2,9 @@
 // façade session is proxied, its Interaction (no outbound leg yet) is POSTed there, signed like
 // every callback. An HTTP 403 answer blocks it; any other answer, a failure or no answer within
 // the bound (TWILIO_PROXY_INTERCEPT_TIMEOUT_MS, 2 s) lets it through. Which native sessions have
-// such a URL is kept in memory (loaded at boot, after each façade change on this node, and every
-// few seconds for the other nodes' changes): a session without one costs a Set lookup, no I/O.
+// such a URL is kept in memory (loaded at boot, after each façade change on this node that can
+// change it, and every few seconds for the other nodes' changes): a session without one costs a
+// Set lookup, no I/O.
 import type { Logger } from 'pino'
 import type { RouteDecision } from '../../engine/index.js'
 import { facadeOfNative, interceptedNativeSessions } from '../../sql/twilio-proxy-callbacks.js'
@@ -25,6 +26,8 @@ export interface Intercept {
   check(dec: Connect, kind: 'call' | 'sms', recordId: string, providerId: string, now: number): Promise<boolean> | undefined
   /** Reads again which native sessions have an intercept URL. */
   reload(): Promise<void>
+  /** Whether the Service had an intercept URL at the last reload (its sessions' changes need one then). */
+  covers(serviceId: string): boolean
   close(): void
 }
 
@@ -35,14 +38,15 @@ export function createIntercept(o: { db: Db; phoneKey: Buffer; post: FormPost; l
   const cipher = tokenCipher(o.phoneKey)
   const timeoutMs = o.timeoutMs ?? INTERCEPT_TIMEOUT_MS
   let intercepted = new Set<string>()
+  let services = new Set<string>()
   /** Reads may overlap (a change while the timer's read runs): the newest read started wins. */
   let started = 0, applied = 0
 
   async function reload(): Promise<void> {
     const mine = ++started
     try {
-      const ids = new Set(await interceptedNativeSessions(o.db))
-      if (mine > applied) { applied = mine; intercepted = ids }
+      const read = await interceptedNativeSessions(o.db)
+      if (mine > applied) { applied = mine; intercepted = new Set(read.natives); services = new Set(read.services) }
     } catch (err) {
       o.log.error({ code: 'twilio-intercept', error: err }, 'intercepted sessions not reloaded')
     }
@@ -75,6 +79,7 @@ export function createIntercept(o: { db: Db; phoneKey: Buffer; post: FormPost; l
     has: id => intercepted.has(id),
     check: (dec, kind, recordId, providerId, now) => intercepted.has(dec.sessionId) ? ask(dec, kind, recordId, providerId, now) : undefined,
     reload,
+    covers: serviceId => services.has(serviceId),
     close: () => clearInterval(timer),
   }
 }

@@ -95,7 +95,7 @@ export function createOutOfSession(o: {
       o.log.warn({ code: 'twilio-out-of-session', status: err.status, twilioCode: err.twilioCode }, 'out-of-session auto-create refused')
       return { kind: 'none' }
     }
-    await o.deps.changed?.()
+    await o.deps.changed?.(n.serviceId)
     return { kind: 'created' }
   }
 

@@ -6,6 +6,7 @@ import { route, type ApiReply, type ApiRequest, type HttpMethod, type RouteDef }
 import { toStoreError } from '../../sql/errors.js'
 import { errorBody, internal, methodNotAllowed, notFound, TwilioError, unavailable } from './errors.js'
 import { Params } from './params.js'
+import { uuidOf } from './sid.js'
 import type { Ctx, FacadeDeps, Reply } from './context.js'
 import { serviceRoutes } from './service-routes.js'
 import { numberRoutes } from './number-routes.js'
@@ -50,8 +51,9 @@ async function handle(deps: FacadeDeps, req: ApiRequest, method: HttpMethod): Pr
       services: req.services, deps, auth, params, segs, path: sub, now: req.services.now(),
       base: `${publicBase(deps, req)}${PROXY_PREFIX}/v1`,
     })
-    // What a change may have changed is read again before the answer (the intercept's memory).
-    if (method !== 'GET' && out.status < 300) await deps.changed?.()
+    // What a change may have changed is read again before the answer (the callbacks' memory): a
+    // change below a Service's Sessions changes only which of its sessions are intercepted.
+    if (method !== 'GET' && out.status < 300) await deps.changed?.((segs[2] === 'Sessions' && uuidOf('KS', segs[1]!)) || undefined)
     return out.body === undefined ? { status: out.status } : reply(out.status, out.body)
   } catch (err) {
     const e = err instanceof TwilioError ? err : storeFailure(err)
