@@ -2,9 +2,11 @@
 // One hash takes ~128 MiB and a few hundred ms of a core. Signup is unauthenticated (contract 8.4),
 // and 40 concurrent signups used to hold ~400 MiB and slow everything else down, so every hash
 // waits for a slot of api/auth/hash-queue.ts: few at once, checks of existing accounts before the
-// hashes of new ones, and a refusal (503 + Retry-After) at once rather than a long wait.
+// hashes of new ones, and a refusal (503 + Retry-After) at once rather than a long wait; and the
+// hashes of new ones run at the lowest CPU priority (api/auth/signup-hasher.ts).
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
-import { inHashSlot, type HashLane } from './hash-queue.js'
+import { inHashSlot, SCRYPT_CONCURRENCY, type HashLane } from './hash-queue.js'
+import { signupScrypt } from './signup-hasher.js'
 
 export { passwordQueueDepth, SCRYPT_CONCURRENCY, SCRYPT_QUEUE } from './hash-queue.js'
 
@@ -15,11 +17,13 @@ const KEYLEN = 32
 // 128 * N * r bytes are needed; leave headroom.
 const MAXMEM = 256 * 1024 * 1024
 
+/** A check hashes on libuv's thread pool; a signup on a low-priority worker (api/auth/signup-hasher.ts). */
 function derive(password: string, salt: Buffer, opts: { N: number; r: number; p: number }, keylen: number, lane: HashLane): Promise<Buffer> {
-  return inHashSlot(lane, () => new Promise<Buffer>((resolve, reject) => {
-    const o: ScryptOptions = { N: opts.N, r: opts.r, p: opts.p, maxmem: MAXMEM }
-    scrypt(password.normalize('NFC'), salt, keylen, o, (err, key) => (err ? reject(err) : resolve(key)))
-  }))
+  const o = { N: opts.N, r: opts.r, p: opts.p, maxmem: MAXMEM } satisfies ScryptOptions
+  const text = password.normalize('NFC')
+  return inHashSlot(lane, () => (lane === 'signup'
+    ? signupScrypt(text, salt, keylen, o, SCRYPT_CONCURRENCY)
+    : new Promise<Buffer>((resolve, reject) => { scrypt(text, salt, keylen, o, (err, key) => (err ? reject(err) : resolve(key))) })))
 }
 
 /**
