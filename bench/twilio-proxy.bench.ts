@@ -107,13 +107,15 @@ async function main(): Promise<void> {
   const perService = 50
   const dir = mkdtempSync(join(tmpdir(), 'maskline-facade-bench-'))
   const logFile = join(dir, 'service.log')
-  const config = loadConfig({ ...process.env, PORT: '0', DATA_DIR: dir, CPAAS_SIGNATURE: 'none', LOG_LEVEL: 'info', METRICS_PORT: 'off', NUMBER_POOL: `US:+12025550000-+1202555${String(poolSize - 1).padStart(4, '0')}` })
+  const config = loadConfig({ ...process.env, PORT: '0', DATA_DIR: dir, CPAAS_SIGNATURE: 'none', TRUSTED_PROXY: '127.0.0.1', LOG_LEVEL: 'info', METRICS_PORT: 'off', NUMBER_POOL: `US:+12025550000-+1202555${String(poolSize - 1).padStart(4, '0')}` })
   const svc = await startService({ config, logDestination: createWriteStream(logFile) })
   try {
+    // Each tenant's setup from its own address (TRUSTED_PROXY): 16 dashboard logins from one address would pass its per-minute limit.
+    let from = '198.51.100.1'
     const call = async (method: string, path: string, body: unknown, auth?: string, form?: URLSearchParams) => {
       const r = await fetch(svc.url + path, {
         method,
-        headers: { ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : { 'content-type': 'application/json' }), ...(auth ? { authorization: auth } : {}) },
+        headers: { ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : { 'content-type': 'application/json' }), ...(auth ? { authorization: auth } : {}), 'x-forwarded-for': from },
         body: form ?? (body === undefined ? undefined : JSON.stringify(body)),
       })
       const text = await r.text()
@@ -122,6 +124,7 @@ async function main(): Promise<void> {
     }
     const tenants: Tenant[] = []
     for (let k = 0; k < tenantCount; k++) {
+      from = `198.51.100.${k + 1}`
       const email = `facade-${k}-${Date.now()}@bench.test`, password = 'correct horse battery'
       const acct = await call('POST', '/v1/auth/signup', { companyName: `Facade bench ${k}`, email, password })
       await svc.db.pool.query(sql.unsafe`UPDATE tenants SET tier = 'ENTERPRISE' WHERE id = ${acct.tenantId!}`)
