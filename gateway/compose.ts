@@ -219,7 +219,8 @@ export async function buildService(opts: StartOptions, shutdown: ShutdownStack):
     authenticator,
     sessions,
     rateLimiter: composeRateLimiter({
-      shared: redis ? createRedisRateLimiter({ redis, now, ...(opts.rateLimitPrefix ? { prefix: opts.rateLimitPrefix } : {}) }) : undefined, now, log,
+      // One deployment's counters (docs/scaling.md): keyed by the database, as the bus stream is.
+      shared: redis ? createRedisRateLimiter({ redis, now, prefix: opts.rateLimitPrefix ?? `maskline:rl:${dbId}:` }) : undefined, now, log,
     }),
     poolCounts: () => engine.poolCounts(now()),
     cpaasHealth: () => cpaas.provider.health(),
