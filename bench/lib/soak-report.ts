@@ -74,6 +74,43 @@ export interface Lost { calls: number; answeredCalls: number; sms: number; answe
 export const LONGEST_WINDOW_MIN = 15
 
 /** Judges the run; returns the targets about lost work and errors that were not met (a CI run fails on them). */
+/** The client p99 (ms) of voice fetches or of REST requests in minutes lo..hi of the run. */
+function clientP99(clean: readonly Sample[], kind: 'voice' | 'rest', lo: number, hi: number, minuteOf: (s: Sample) => number): number {
+  const ofKind = (s: Sample) => (kind === 'voice' ? s.kind === 'voice' : !['voice', 'callback', 'sms', 'stream'].includes(s.kind))
+  return percentile(clean.filter(s => ofKind(s) && minuteOf(s) >= lo && minuteOf(s) <= hi).map(s => s.ms), 99)
+}
+
+/** From this length on, the plateau is judged over ten-minute windows as well. */
+const HOUR_RUN_MIN = 60
+
+/**
+ * An hour's run (or longer): each node's mean RSS and heap low point over the last 10 minutes
+ * within 10 % of minutes 20-30 (the time windows, 15 min at most, are full by then), and the
+ * client p99s of the last 10 minutes within 20 % of minutes 5-15 (outside the restarts' windows).
+ */
+function judgeHour(ctx: Ctx, o: { minutes: number; table: Table }, clean: readonly Sample[], minuteOf: (s: Sample) => number): void {
+  const r = ctx.results
+  const rows = o.table.rows
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
+  const between = (lo: number, hi: number) => rows.filter(x => x.minute >= lo && x.minute <= hi)
+  const [mid, end] = [between(20, 30), between(o.minutes - 9, o.minutes)]
+  for (const [i, name] of ['node1', 'node2'].entries()) {
+    const rss = mean(end.map(x => x.node[i]!.rssMiB)) / mean(mid.map(x => x.node[i]!.rssMiB))
+    const heap = mean(end.map(x => x.node[i]!.heapLowMiB)) / mean(mid.map(x => x.node[i]!.heapLowMiB))
+    r.figure(`soak.${name}.rss_last10_vs_20_30`, rss, 'ratio')
+    r.figure(`soak.${name}.heap_last10_vs_20_30`, heap, 'ratio')
+    r.target('soak', `${name}: mean RSS and heap low point of the last 10 min within 10 % of minutes 20-30`, rss <= 1.1 && heap <= 1.1, `RSS ×${rss.toFixed(3)}, heap low ×${heap.toFixed(3)}`)
+  }
+  for (const kind of ['voice', 'rest'] as const) {
+    const of = (lo: number, hi: number) => clientP99(clean, kind, lo, hi, minuteOf)
+    const a = of(5, 15)
+    const b = of(o.minutes - 9, o.minutes)
+    r.figure(`soak.${kind}.p99_min5_15`, a, 'ms')
+    r.figure(`soak.${kind}.p99_last10`, b, 'ms')
+    r.target('soak', `${kind} p99 of the last 10 min within 20 % of minutes 5-15 (outside restarts)`, b <= a * 1.2, `${a.toFixed(1)} → ${b.toFixed(1)} ms`)
+  }
+}
+
 export function judgeSoak(ctx: Ctx, o: { minutes: number; started: number; table: Table; windows: readonly Window[]; samples: readonly Sample[]; errors: readonly string[]; lost: Lost }): string[] {
   const r = ctx.results
   const S = 'soak'
@@ -103,7 +140,7 @@ export function judgeSoak(ctx: Ctx, o: { minutes: number; started: number; table
   const t0 = o.started
   const minuteOf = (s: Sample) => Math.floor((s.at - t0) / 60_000) + 1
   for (const kind of ['voice', 'rest'] as const) {
-    const of = (lo: number, hi: number) => percentile(clean.filter(s => (kind === 'voice' ? s.kind === 'voice' : !['voice', 'callback', 'sms', 'stream'].includes(s.kind)) && minuteOf(s) >= lo && minuteOf(s) <= hi).map(s => s.ms), 99)
+    const of = (lo: number, hi: number) => clientP99(clean, kind, lo, hi, minuteOf)
     if (span < 1) { r.target(S, `${kind} p99 of the last minutes within 20 % of the first`, null, 'run too short'); continue }
     const a = of(warm + 1, warm + span)
     const b = of(o.minutes - span + 1, o.minutes)
@@ -111,6 +148,7 @@ export function judgeSoak(ctx: Ctx, o: { minutes: number; started: number; table
     r.figure(`soak.${kind}.p99_last`, b, 'ms')
     r.target(S, `${kind} p99 of the last ${span} min within 20 % of minutes ${warm + 1}-${warm + span} (outside restarts)`, b <= a * 1.2, `${a.toFixed(1)} → ${b.toFixed(1)} ms`)
   }
+  if (o.minutes >= HOUR_RUN_MIN) judgeHour(ctx, o, clean, minuteOf)
   const l = o.lost
   r.figure('soak.answered_calls', l.answeredCalls, 'count')
   r.figure('soak.answered_sms', l.answeredSms, 'count')
