@@ -110,7 +110,7 @@ function every<T>(ms: number, shutdown: ShutdownStack, task: () => Promise<T>, o
 async function load(g: ServiceGraph): Promise<number> {
   const { cfg, log, db, engine, records } = g
   if (g.leftovers.batches.length > 0) {
-    await records.replay(g.leftovers.batches) // its events are in the outbox: the dispatcher finds them
+    await records.replay(g.leftovers.batches) // its events go out through the hub as any commit's (and are in the outbox)
     for (const f of g.leftovers.files) await unlink(f).catch(() => {})
     log.info({ batches: g.leftovers.batches.length }, 'journal replayed')
   }

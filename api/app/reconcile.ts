@@ -140,7 +140,7 @@ export function createReconciler(d: ReconcilerDeps) {
   let periodic: NodeJS.Timeout | undefined
 
   return {
-    /** `since`: the watermark taken before the boot load read the sessions (sessionChangeWatermark); sweeps every `sweepMs` from then. */
+    /** `watermark`: taken before the boot load read the sessions (sessionChangeWatermark); sweeps every `sweepMs` from then. */
     start(watermark: string): void {
       since = watermark
       periodic = setInterval(() => void sweep(), sweepMs)
